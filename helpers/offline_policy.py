@@ -1,0 +1,418 @@
+"""The offline stand-in's decision rules: small, readable, deterministic, and NOT a model.
+
+``decide(messages, tools)`` reads only the request it is given and returns either
+text or tool calls. The rules, in order:
+
+1. **Special tasks** named in the system prompt: a grounding judge or a scope
+   classifier (notebook 03), a summariser (notebook 08). Each has its own rule below.
+2. **After tool results** (the last message is a tool result): if the question still
+   needs something (a day count, a second lookup), ask for it; otherwise answer from
+   the tool results of this turn. After a tool error, retry that call once, then give up
+   and say so.
+3. **A user question with tools offered**: work out what the question needs --
+   ``search`` (campus facts), ``days`` (how many days until a weekday), ``compare``
+   (which of two things is sooner), ``time`` (what time/day it is) -- and call the
+   matching tools, several in parallel when the question needs several independent
+   results. A back-reference ("that", "those two") is resolved from weekdays mentioned
+   earlier in the conversation. With nothing to resolve it from, the stand-in says it
+   does not know what "that" refers to -- exactly what a real model must do when the
+   history is missing.
+4. **No tools**: answer from retrieved passages in the messages (lines like
+   ``[club-ai] AI Club: ...``), citing the entry id; otherwise a short honest reply.
+   System prompt directives it honours: "your name is X", "one sentence",
+   "uppercase", "answer in French" (it can only prefix a greeting), "bullet points".
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?", re.I)
+_CONTEXT_LINE = re.compile(r"^\[([a-z0-9][\w\-]*)\]\s*(.+)$", re.M)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = set("""a an the is are was were be do does did of to in on at for and or what when where which who
+how many much days day until till from now that this those these it its me my i you your we our please
+can could would will there their them then than with about tell any some there's is it's meet meets
+meeting hours?""".split())
+STANDIN_NOTE = "offline stand-in"
+
+
+@dataclass
+class Decision:
+    """What the stand-in replies: text, or tool calls as (name, arguments) pairs."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict]] = field(default_factory=list)
+
+
+@dataclass
+class Mention:
+    """A weekday the conversation mentioned, with what it was about when known."""
+
+    weekday: str
+    time: str | None = None
+    label: str | None = None
+
+
+# ---------------------------------------------------------------- small readers
+
+def _text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _load(text: str):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _system_text(messages: list[dict]) -> str:
+    return "\n".join(_text(m) for m in messages if m.get("role") in ("system", "developer"))
+
+
+def _last_user_index(messages: list[dict]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return -1
+
+
+def _tool_names(tools: list | None) -> set[str]:
+    return {t.get("function", {}).get("name") for t in tools or [] if isinstance(t, dict)}
+
+
+def _turn_results(messages: list[dict], start: int) -> list[tuple[str, dict, dict | None]]:
+    """(tool name, arguments, parsed result) for every tool call answered since ``start``."""
+    calls: dict[str, tuple[str, dict]] = {}
+    results = []
+    for message in messages[start:]:
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function", {})
+            calls[call.get("id")] = (fn.get("name"), _load(fn.get("arguments") or "{}") or {})
+        if message.get("role") == "tool" and message.get("tool_call_id") in calls:
+            name, args = calls[message["tool_call_id"]]
+            parsed = _load(_text(message))
+            results.append((name, args, parsed if isinstance(parsed, dict) else {"text": _text(message)}))
+    return results
+
+
+# ---------------------------------------------------------------- mentions (memory lives here)
+
+def _mentions_in_result(name: str, result: dict) -> list[Mention]:
+    if result.get("error"):
+        return []
+    if name == "search_campus_info":
+        hits = [h for h in result.get("results", []) if h.get("weekday")]
+        return [Mention(hits[0]["weekday"], hits[0].get("time"), hits[0].get("title"))] if hits else []
+    if result.get("weekday") and name != "get_current_time":
+        return [Mention(result["weekday"], result.get("time"), result.get("title") or result.get("label"))]
+    return []
+
+
+_LABELLED = re.compile(
+    r"([A-Z][\w'&-]*(?: [A-Za-z][\w'&-]*){0,5}) (?:meets?|are|is|runs?|happens?|takes? place|open)"
+    r"(?: held)?(?: every| on)* (" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?")
+
+
+def _mentions_in_text(text: str) -> list[Mention]:
+    found = [Mention(m.group(2).capitalize(), m.group(3), m.group(1)) for m in _LABELLED.finditer(text)]
+    if found:
+        return found
+    return [Mention(m.group(1).capitalize(), m.group(2)) for m in _WEEKDAY_RE.finditer(text)]
+
+
+def conversation_mentions(messages: list[dict]) -> list[Mention]:
+    """Weekdays mentioned so far, oldest first: from tool results and assistant/user text."""
+    found: list[Mention] = []
+    calls: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        for call in message.get("tool_calls") or []:
+            calls[call.get("id")] = call.get("function", {}).get("name")
+        if role == "tool":
+            parsed = _load(_text(message))
+            if isinstance(parsed, dict):
+                found += _mentions_in_result(calls.get(message.get("tool_call_id"), ""), parsed)
+        elif role in ("assistant", "user"):
+            found += _mentions_in_text(_text(message))
+    return found
+
+
+def _distinct_recent(mentions: list[Mention], n: int) -> list[Mention]:
+    """The ``n`` most recent mentions of different weekdays, best-labelled copy of each."""
+    chosen: list[Mention] = []
+    for mention in reversed(mentions):
+        same = [c for c in chosen if c.weekday == mention.weekday]
+        if same:
+            if not same[0].label and mention.label:
+                same[0].label = mention.label
+            same[0].time = same[0].time or mention.time
+            continue
+        if len(chosen) == n:
+            continue
+        chosen.append(Mention(mention.weekday, mention.time, mention.label))
+    return chosen
+
+
+# ---------------------------------------------------------------- what a question needs
+
+_BACKREF = re.compile(r"\b(that|then|it|those|these|them|both|the two|there)\b", re.I)
+
+
+def question_needs(question: str) -> set[str]:
+    """Which of search / days / compare / time a question needs, by simple word rules."""
+    q = question.lower()
+    needs = set()
+    if re.search(r"\bsooner\b|\bfirst\b|\bearlier\b|\bwhich of\b", q):
+        needs.add("compare")
+    if re.search(r"how many days|how long until|how long till|days (?:from now|away|until|left)|how soon", q):
+        needs.add("days")
+    if re.search(r"what time is it|current time|what day is (?:it|today)|today'?s date|what is the date", q):
+        needs.add("time")
+    weekday_named = _WEEKDAY_RE.search(question) is not None
+    subject_words = _words(re.sub(_BACKREF, " ", q)) - {"sooner", "first", "earlier", "long", "soon",
+                                                           "away", "left", "current", "time", "date", "today"}
+    if "compare" not in needs and not weekday_named and subject_words and not ("time" in needs and not
+                                                                                 needs - {"time"}):
+        needs.add("search")
+    if "days" in needs and "search" in needs and _BACKREF.search(q) and not subject_words - {"club", "hours"}:
+        needs.discard("search")
+    return needs
+
+
+# ---------------------------------------------------------------- the rules
+
+def decide(messages: list[dict], tools: list | None = None, tool_choice=None) -> Decision:
+    """The stand-in's reply to one request (see the module docstring for the rules)."""
+    system = _system_text(messages)
+    task = _special_task(system, messages)
+    if task is not None:
+        return task
+    offered = _tool_names(tools) if tool_choice != "none" else set()
+    start = _last_user_index(messages)
+    question = _text(messages[start]) if start >= 0 else ""
+    if offered:
+        return _agent_step(messages, start, question, offered, system)
+    return Decision(content=_style(_answer_without_tools(messages, question), system))
+
+
+def _agent_step(messages, start, question, offered, system) -> Decision:
+    results = _turn_results(messages, start + 1)
+    errors = [(n, a, r) for n, a, r in results if r and r.get("error")]
+    if errors:
+        name, args, result = errors[-1]
+        failures = sum(1 for n, a, r in errors if n == name and a == args)
+        if failures < 2 and name in offered and "unknown tool" not in str(result.get("error")):
+            return Decision(tool_calls=[(name, args)])
+    needs = question_needs(question)
+    done = {n for n, _, r in results if r and not r.get("error")}
+    history = messages[:start]
+    turn_mentions = [m for n, _, r in results if r for m in _mentions_in_result(n, r)]
+
+    if "time" in needs and "get_current_time" in offered and "get_current_time" not in done:
+        return Decision(tool_calls=[("get_current_time", {})])
+    if "compare" in needs and "days_until_weekday" in offered and "days_until_weekday" not in done:
+        pair = _distinct_recent(conversation_mentions(history) + turn_mentions, 2)
+        if len(pair) < 2:
+            return Decision(content=_style(_unresolved(question, "two things to compare"), system))
+        return Decision(tool_calls=[("days_until_weekday", _day_args(m)) for m in reversed(pair)])
+    if "search" in needs and "search_campus_info" in offered and "search_campus_info" not in done:
+        return Decision(tool_calls=[("search_campus_info", {"query": _search_query(question)})])
+    if "days" in needs and "days_until_weekday" in offered and "days_until_weekday" not in done:
+        named = _mentions_in_text(question)
+        target = named[-1] if named else None
+        if target is None and turn_mentions:
+            target = turn_mentions[0]
+        if target is None and "search" not in needs:
+            recent = _distinct_recent(conversation_mentions(history), 1)
+            target = recent[0] if recent else None
+        if target is None:
+            if "search_campus_info" in done:
+                return Decision(content=_style(_compose(question, results), system))
+            return Decision(content=_style(_unresolved(question, "a day to count to"), system))
+        return Decision(tool_calls=[("days_until_weekday", _day_args(target))])
+    if results:
+        return Decision(content=_style(_compose(question, results), system))
+    return Decision(content=_style(_answer_without_tools(messages, question), system))
+
+
+def _day_args(mention: Mention) -> dict:
+    args = {"weekday": mention.weekday}
+    if mention.time:
+        args["time"] = mention.time
+    return args
+
+
+def _search_query(question: str) -> str:
+    cleaned = re.sub(r"^(and|so|ok|okay|also)\b[\s,]*", "", question.strip(), flags=re.I)
+    cleaned = re.split(r",? and how (?:many|long)|,? and when is that", cleaned, flags=re.I)[0]
+    return cleaned.strip(" ?.!") or question.strip()
+
+
+def _unresolved(question: str, what: str) -> str:
+    return (f"I don't know what you mean by that: nothing earlier in this conversation gives me {what}. "
+            f"Could you say which event you mean?")
+
+
+# ---------------------------------------------------------------- composing answers
+
+def _describe_hit(hit: dict) -> str:
+    if hit.get("weekday"):
+        when = f"{hit['weekday']}s" + (f" at {hit['time']}" if hit.get("time") else "")
+        where = f" in {hit['location']}" if hit.get("location") else ""
+        return f"{hit.get('title', 'It')} meets on {when}{where} [{hit.get('id')}]."
+    first = re.split(r"(?<=[.!?])\s", hit.get("text", "").strip())[0]
+    return f"{first} [{hit.get('id')}]"
+
+
+def _describe_days(result: dict, label: str | None = None) -> str:
+    days = result.get("days")
+    when = f"{result.get('weekday')}" + (f" {result.get('time')}" if result.get("time") else "")
+    span = "today" if days == 0 else "tomorrow" if days == 1 else f"in {days} days"
+    head = f"{label} ({when})" if label else when
+    return f"{head} is {span}" + (f", on {result['date']}" if result.get("date") else "")
+
+
+def _compose(question: str, results) -> str:
+    parts: list[str] = []
+    days_results = [(a, r) for n, a, r in results if n == "days_until_weekday" and not r.get("error")]
+    labels = {m.weekday: m.label for n, _, r in results for m in _mentions_in_result(n, r) if m.label}
+    for name, args, result in results:
+        if result.get("error"):
+            continue
+        if name == "search_campus_info":
+            hits = result.get("results") or []
+            parts.append(_describe_hit(hits[0]) if hits else
+                         "I could not find that in the campus information.")
+        elif name == "get_current_time":
+            parts.append(f"It is {result.get('weekday')}, {result.get('date')}, {result.get('time')} "
+                         f"({result.get('timezone')}).")
+        elif name not in ("days_until_weekday",):
+            parts.append(_describe_generic(result))
+    if len(days_results) >= 2:
+        ranked = sorted(days_results, key=lambda ar: (ar[1].get("days", 99), ar[1].get("time") or ""))
+        first, other = ranked[0][1], ranked[1][1]
+        parts.append(f"{_describe_days(first, labels.get(first.get('weekday')))}, so it comes sooner; "
+                     f"{_describe_days(other, labels.get(other.get('weekday')))}.")
+    elif days_results:
+        parts.append(_describe_days(days_results[0][1]) + ".")
+    if not parts:
+        failed = [n for n, _, r in results if r.get("error")]
+        return (f"I couldn't get an answer: the tool {failed[-1]} failed twice. Please try again later."
+                if failed else "I don't have enough information to answer that.")
+    return " ".join(parts)
+
+
+def _describe_generic(result: dict) -> str:
+    if result.get("title") and result.get("date"):
+        return f"The next {result['title']} is on {result.get('weekday')} {result['date']}" + (
+            f" at {result['time']}" if result.get("time") else "") + (
+            f" ({result['days']} days from now)." if "days" in result else ".")
+    return "; ".join(f"{k}: {v}" for k, v in result.items() if not isinstance(v, (list, dict)))
+
+
+def _answer_without_tools(messages: list[dict], question: str) -> str:
+    passages = []
+    for message in messages:
+        if message.get("role") in ("system", "developer", "user"):
+            passages += _CONTEXT_LINE.findall(_text(message))
+    if passages:
+        return _answer_from_passages(question, passages)
+    if re.search(r"\b(hello|hi|hey|good (morning|afternoon|evening))\b", question.lower()):
+        return (f"Hello, I'm the {STANDIN_NOTE} (deterministic rules, not a language model). "
+                "Ask me about Larkspur University's clubs, labs, office hours and events.")
+    mentions = conversation_mentions(messages[:-1])
+    if _BACKREF.search(question) and not mentions:
+        return _unresolved(question, "something to refer back to")
+    return (f"I'm the {STANDIN_NOTE}, not a language model, so I can only answer from passages, tool "
+            "results or earlier turns in this conversation, and none of them covers that.")
+
+
+def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str:
+    asked = _words(question)
+    scored = []
+    for pid, body in passages:
+        overlap = len(asked & _words(body))
+        scored.append((overlap, -passages.index((pid, body)), pid, body))
+    best = max(scored)
+    if best[0] == 0:
+        return "I don't know: the provided context does not cover that."
+    _, _, pid, body = best
+    sentences = re.split(r"(?<=[.!?])\s+", body.split(":", 1)[-1].strip())
+    sentence = max(sentences, key=lambda s: (len(asked & _words(s)), -sentences.index(s)))
+    return f"{sentence.rstrip('.')} [{pid}]."
+
+
+def _style(text: str, system: str) -> str:
+    """Apply the few system-prompt directives the stand-in understands."""
+    s = system.lower()
+    name = re.search(r"your name is ([A-Z][\w-]*)", system)
+    if name and text.startswith("Hello, I'm the"):
+        text = text.replace("Hello, I'm the", f"Hello, I'm {name.group(1)}, running on the", 1)
+    if re.search(r"\bone sentence\b|\bbrief\b|\bconcise\b", s):
+        text = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    if re.search(r"\bbullet", s):
+        text = "\n".join(f"- {part}" for part in re.split(r"(?<=[.!?])\s", text) if part)
+    if "uppercase" in s or "shout" in s:
+        text = text.upper()
+    return text
+
+
+# ---------------------------------------------------------------- special tasks
+
+def _special_task(system: str, messages: list[dict]) -> Decision | None:
+    lowered = system.lower()
+    if "grounding judge" in lowered:
+        return Decision(content=json.dumps(judge_grounding(_text(messages[-1]))))
+    if "scope classifier" in lowered:
+        return Decision(content=json.dumps(classify_scope(_text(messages[-1]))))
+    return None
+
+
+_FACT_TOKEN = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")s?\b|\b\d+(?::\d+)?\b|\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b")
+_JUDGE_SECTIONS = re.compile(r"PASSAGES:\s*(?P<passages>.*?)\s*ANSWER:\s*(?P<answer>.*)", re.S)
+
+
+def judge_grounding(prompt: str) -> dict:
+    """Rule: every weekday, number and capitalised name in the answer must appear in the passages."""
+    parts = _JUDGE_SECTIONS.search(prompt)
+    if not parts:
+        return {"verdict": "unsupported", "reason": "no PASSAGES/ANSWER sections to compare"}
+    passages, answer = parts.group("passages").lower(), re.sub(r"\[[^\]]*\]", "", parts.group("answer"))
+    first_words = {m.group(0) for m in re.finditer(r"(?:^|[.!?]\s+)([A-Z][a-z]+)", answer)}
+    missing = []
+    for token in _FACT_TOKEN.findall(answer):
+        if token in first_words or token in ("I", "The", "It"):
+            continue
+        if token.lower().rstrip("s") not in passages and token.lower() not in passages:
+            missing.append(token)
+    if missing:
+        return {"verdict": "unsupported", "reason": "not in the passages: " + ", ".join(sorted(set(missing)))}
+    return {"verdict": "supported", "reason": "every name, day and number appears in the passages"}
+
+
+_CAMPUS_WORDS = set("""campus club clubs lab labs library office hours professor faculty course courses class
+classes event events meet meets meeting semester student students dining shuttle advising exam exams
+registrar dorm housing gym hackathon seminar lecture university larkspur ta tutor tutoring deadline
+schedule parking health centre center study room rooms when where""".split())
+_UNSAFE = re.compile(r"\b(hack into|steal|weapon|bomb|poison|break into|cheat on|exam answers|"
+                     r"someone's password|hurt)\b", re.I)
+
+
+def classify_scope(request: str) -> dict:
+    """Rule: unsafe phrases -> unsafe; any campus word -> campus; otherwise off_topic."""
+    if _UNSAFE.search(request):
+        return {"category": "unsafe", "reason": "asks for something harmful or dishonest"}
+    if set(_WORD.findall(request.lower())) & _CAMPUS_WORDS:
+        return {"category": "campus", "reason": "about campus life"}
+    return {"category": "off_topic", "reason": "not about the campus"}

@@ -1,0 +1,67 @@
+"""The offline stand-in's tokenizer: deterministic and additive over messages.
+
+A real server counts tokens with its model's tokenizer; the stand-in needs some
+count that behaves the same way for the token-budget lessons:
+
+- a word piece is a run of letters/digits (split every 4 characters) or one
+  punctuation character, so ``count_text("Thursday at 18:00")`` is 7;
+- a message costs 4 tokens of framing plus its role, content, name, tool call
+  names and arguments, and tool_call_id;
+- a request costs the sum of its messages, plus 3 tokens to prime the reply, plus
+  the tool schemas when tools are sent.
+
+Because the total is a plain sum, the difference between two requests' prompt
+tokens is exactly the cost of the messages added in between.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+_PIECE = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
+MESSAGE_OVERHEAD = 4
+REPLY_PRIMING = 3
+
+
+def count_text(text: str | None) -> int:
+    """Tokens in a piece of text under the stand-in's rule."""
+    if not text:
+        return 0
+    total = 0
+    for piece in _PIECE.findall(text):
+        total += (len(piece) + 3) // 4 if piece[0].isalnum() else 1
+    return total
+
+
+def _content_text(content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def count_message(message: dict) -> int:
+    """Tokens one message adds to a request."""
+    total = MESSAGE_OVERHEAD + count_text(str(message.get("role", "")))
+    total += count_text(_content_text(message.get("content")))
+    total += count_text(message.get("name"))
+    total += count_text(message.get("tool_call_id"))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        total += count_text(function.get("name")) + count_text(str(function.get("arguments", "")))
+    return total
+
+
+def count_tools(tools: list | None) -> int:
+    """Tokens the tool schemas add to a request."""
+    if not tools:
+        return 0
+    return count_text(json.dumps(tools, sort_keys=True))
+
+
+def count_request(messages: list[dict], tools: list | None = None) -> int:
+    """Prompt tokens the stand-in reports for a request."""
+    return sum(count_message(m) for m in messages) + REPLY_PRIMING + count_tools(tools)
