@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import openai
 
+from helpers.compat import prepare_request, profile_for
 from helpers.config import Settings, load_settings
 
 
@@ -108,10 +109,8 @@ def chat(messages: list, *, client: openai.OpenAI | None = None, settings: Setti
         client = get_client()
         settings = settings or get_settings()
     settings = settings or get_settings()
-    from helpers.compat import normalize_messages, prepare_request, profile_for
-
     request = {"model": settings.chat_model, "temperature": settings.temperature,
-               "messages": normalize_messages(messages)}
+               "messages": messages}
     if tools:
         request["tools"] = tools
     request.update(kwargs)

@@ -216,6 +216,7 @@ def _agent_step(messages, start, question, offered, system) -> Decision:
             return Decision(tool_calls=[(name, args)])
     needs = question_needs(question)
     done = {n for n, _, r in results if r and not r.get("error")}
+    done |= {n for n, _, _ in errors if sum(1 for e in errors if e[0] == n) >= 2}  # gave up on it
     history = messages[:start]
     turn_mentions = [m for n, _, r in results if r for m in _mentions_in_result(n, r)]
 

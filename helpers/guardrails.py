@@ -1,0 +1,130 @@
+"""Two guardrails: a scope rule before answering, and a grounding check after.
+
+- ``check_scope``: is the request about campus life? Off-topic or unsafe requests get
+  one fixed, polite refusal (``REFUSAL``) instead of an answer.
+- ``check_grounding``: is the answer supported by the passages it was built from?
+
+Both ask the model for a small JSON verdict and parse it strictly: "**Yes**", "Yes,
+but…", an empty reply or JSON with an unknown value is *not* a verdict. Both fail
+closed: an unparseable verdict or an API error counts as "not allowed" / "not
+supported". The grounding check is skipped for the refusal itself.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from helpers.client import EndpointError, chat
+
+REFUSAL = ("I can only help with questions about Larkspur University — clubs, labs, office hours, events and "
+           "campus services — so I can't help with that request.")
+SCOPE_CATEGORIES = ("campus", "off_topic", "unsafe")
+VERDICTS = ("supported", "unsupported")
+
+SCOPE_PROMPT = (
+    "You are a scope classifier for the Larkspur University campus assistant. Classify the user's request "
+    "as exactly one category: \"campus\" (campus life: clubs, labs, courses, office hours, events, services, "
+    "dates and times of those), \"off_topic\" (anything else), or \"unsafe\" (harmful, dishonest or abusive). "
+    'Reply with only a JSON object: {"category": "<campus|off_topic|unsafe>", "reason": "<a few words>"}.'
+)
+GROUNDING_PROMPT = (
+    "You are a grounding judge. Decide whether every factual claim in the ANSWER (names, days, times, "
+    "numbers, places) is supported by the PASSAGES. Ignore citations in square brackets. Reply with only a "
+    'JSON object: {"verdict": "<supported|unsupported>", "reason": "<which claim is unsupported, or why '
+    'all are supported>"}.'
+)
+
+
+class VerdictError(ValueError):
+    """A judge reply that is not a strict JSON verdict."""
+
+
+@dataclass(frozen=True)
+class ScopeVerdict:
+    category: str
+    reason: str
+
+    @property
+    def allowed(self) -> bool:
+        """Only campus requests are answered."""
+        return self.category == "campus"
+
+
+@dataclass(frozen=True)
+class GroundingVerdict:
+    supported: bool
+    reason: str
+    skipped: bool = False
+
+
+def _json_object(text: str | None) -> dict:
+    """The single JSON object in a reply (optionally inside a ``` fence), else VerdictError."""
+    if not text or not text.strip():
+        raise VerdictError("empty reply")
+    body = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        raise VerdictError(f"not a JSON object: {text.strip()[:60]!r}") from None
+    if not isinstance(value, dict):
+        raise VerdictError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def parse_scope_verdict(text: str | None) -> ScopeVerdict:
+    """Strictly parse {"category": ..., "reason": ...}; raise VerdictError otherwise."""
+    value = _json_object(text)
+    category = value.get("category")
+    if category not in SCOPE_CATEGORIES:
+        raise VerdictError(f"category must be one of {SCOPE_CATEGORIES}, got {category!r}")
+    return ScopeVerdict(category, str(value.get("reason", "")))
+
+
+def parse_grounding_verdict(text: str | None) -> GroundingVerdict:
+    """Strictly parse {"verdict": "supported"|"unsupported", "reason": ...}; raise VerdictError otherwise."""
+    value = _json_object(text)
+    verdict = value.get("verdict")
+    if verdict not in VERDICTS:
+        raise VerdictError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    return GroundingVerdict(verdict == "supported", str(value.get("reason", "")))
+
+
+def _ask(system: str, user: str, client=None, settings=None) -> str:
+    response = chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                    client=client, settings=settings, temperature=0.0, max_tokens=200)
+    return response.choices[0].message.content or ""
+
+
+def check_scope(request: str, *, client=None, settings=None) -> ScopeVerdict:
+    """Classify a request; an unparseable verdict or a failed call is treated as out of scope."""
+    try:
+        return parse_scope_verdict(_ask(SCOPE_PROMPT, request, client, settings))
+    except VerdictError as exc:
+        return ScopeVerdict("off_topic", f"fail-closed: unparseable verdict ({exc})")
+    except EndpointError as exc:
+        return ScopeVerdict("off_topic", f"fail-closed: scope check failed ({exc})")
+
+
+def check_grounding(answer: str, passages: str, *, client=None, settings=None) -> GroundingVerdict:
+    """Judge whether ``answer`` is supported by ``passages``; fails closed; skipped for the refusal."""
+    if answer.strip() == REFUSAL:
+        return GroundingVerdict(True, "the fixed refusal makes no claims", skipped=True)
+    if not passages.strip():
+        return GroundingVerdict(False, "fail-closed: there are no passages to support the answer")
+    prompt = f"PASSAGES:\n{passages.strip()}\n\nANSWER:\n{answer.strip()}"
+    try:
+        return parse_grounding_verdict(_ask(GROUNDING_PROMPT, prompt, client, settings))
+    except VerdictError as exc:
+        return GroundingVerdict(False, f"fail-closed: unparseable verdict ({exc})")
+    except EndpointError as exc:
+        return GroundingVerdict(False, f"fail-closed: grounding check failed ({exc})")
+
+
+def evidence_from_turn(messages: list[dict]) -> str:
+    """The tool results of the last turn (everything after the last user message), as judge passages."""
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return "\n".join(str(m.get("content", "")) for m in messages[start + 1:] if m.get("role") == "tool")

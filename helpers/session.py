@@ -1,0 +1,162 @@
+"""A multi-turn session: one persistent message list, trimmed by whole turns.
+
+``ChatSession.chat(text)`` runs the agent loop (``helpers.agent``) on the session's
+message list, then forgets the oldest *whole* turns when the list exceeds
+``max_turns`` or ``max_tokens`` -- never half of one, so a tool result never loses
+the tool call it answers. A failed turn leaves the list exactly as it was.
+
+Token budgets are exact for everything already sent: a ``UsageLedger`` learns each
+message's real cost from the server's ``usage.prompt_tokens``; only messages the
+server has not seen yet are estimated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from helpers.agent import MAX_STEPS, AgentResult, run_agent
+from helpers.history import DroppedTurn, TurnIndex, UsageLedger, approx_tokens
+
+SESSION_SYSTEM_PROMPT = (
+    "You are the Larkspur University campus assistant in an ongoing conversation. Resolve references such as "
+    "'that', 'it' or 'those two' from earlier turns of this conversation. Reuse facts already in the history "
+    "instead of looking them up again when they answer the question. Use the tools for campus facts, cite "
+    "knowledge-base ids in square brackets, and always use days_until_weekday to count or compare days "
+    "rather than estimating."
+)
+
+
+@dataclass
+class TurnRecord:
+    """What happened to one turn: its id, the question, and the answer."""
+
+    turn_id: int
+    question: str
+    answer: str
+    steps: int
+
+
+@dataclass
+class SessionStats:
+    """Per-request numbers for plots: reported prompt tokens and what was estimated beforehand."""
+
+    prompt_tokens: list[int] = field(default_factory=list)
+    estimated_tokens: list[int] = field(default_factory=list)
+    turn_of_request: list[int] = field(default_factory=list)
+
+
+class ChatSession:
+    """A conversation whose memory is one message list, trimmed by whole turns."""
+
+    def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, *, max_turns: int | None = None,
+                 max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,
+                 registry=None, max_steps: int = MAX_STEPS, verbose: bool = False):
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1 (got {max_turns}); the newest turn is always kept")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive (got {max_tokens})")
+        self.system_prompt = system_prompt
+        self.max_turns, self.max_tokens = max_turns, max_tokens
+        self.client, self.settings = client, settings
+        self.tools, self.registry, self.max_steps = tools, registry, max_steps
+        self.verbose = verbose
+        self.ledger = UsageLedger()
+        self.dropped: list[DroppedTurn] = []
+        self.turns: list[TurnRecord] = []
+        self.stats = SessionStats()
+        self._next_id = 0
+        self._reset_index([])
+
+    # ------------------------------------------------------------ state
+    def _reset_index(self, messages: list[dict], ids: list[int] | None = None) -> None:
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        self._index = TurnIndex(system + messages, count=self.ledger.count)
+        self._ids = dict(zip(self._index.turn_ids, ids or []))
+
+    def _session_id(self, index_id: int) -> int:
+        if index_id not in self._ids:
+            self._ids[index_id] = self._next_id
+            self._next_id += 1
+        return self._ids[index_id]
+
+    @property
+    def messages(self) -> list[dict]:
+        """The message list the next request will build on (a copy)."""
+        return self._index.messages
+
+    @property
+    def turn_ids(self) -> list[int]:
+        """Ids of the turns still in memory, oldest first."""
+        return [self._session_id(i) for i in self._index.turn_ids]
+
+    def reset(self) -> None:
+        """Forget the whole conversation (the system prompt stays)."""
+        self.dropped.clear()
+        self.turns.clear()
+        self._reset_index([])
+
+    def undo(self) -> TurnRecord | None:
+        """Remove the newest whole turn; returns what it was, or None when there is nothing to undo."""
+        ids = self.turn_ids
+        if not ids:
+            return None
+        kept = self._index.messages
+        starts = [i for i, m in enumerate(kept) if m.get("role") == "user"]
+        self._reset_index(kept[(1 if self.system_prompt else 0):starts[-1]], ids[:-1])
+        removed = next((t for t in reversed(self.turns) if t.turn_id == ids[-1]), None)
+        if removed is not None:
+            self.turns.remove(removed)
+        return removed
+
+    # ------------------------------------------------------------ a turn
+    def _say(self, text: str) -> None:
+        if self.verbose:
+            print(text)
+
+    def _trim(self, reserve: int = 0) -> list[DroppedTurn]:
+        dropped = []
+        if self.max_turns is not None:
+            dropped += self._index.trim_to_turns(self.max_turns).dropped
+        if self.max_tokens is not None:
+            dropped += self._index.trim_to_budget(max(self.max_tokens - reserve, 0)).dropped
+        for turn in dropped:
+            turn.turn_id = self._session_id(turn.turn_id)
+            self._say(f"memory  dropped turn {turn.turn_id} ({len(turn.messages)} messages, {turn.tokens} tokens)")
+        self.dropped += dropped
+        return dropped
+
+    def chat(self, text: str) -> str:
+        """Ask one question in this conversation; returns the answer (the list is rolled back on failure)."""
+        new_cost = approx_tokens({"role": "user", "content": text})
+        # Make room for the new question before sending it: exact costs for what was sent before.
+        self._trim(reserve=new_cost)
+        working = self._index.messages
+        turn_number = self._next_id
+
+        def record(sent: int, response) -> None:
+            estimate, _ = self.ledger.cost(working[:sent])
+            self.ledger.record(working[:sent], response.usage.prompt_tokens)
+            self.stats.prompt_tokens.append(response.usage.prompt_tokens)
+            self.stats.estimated_tokens.append(estimate)
+            self.stats.turn_of_request.append(turn_number)
+
+        result: AgentResult = run_agent(
+            text, working, client=self.client, settings=self.settings, tools=self.tools, registry=self.registry,
+            max_steps=self.max_steps, verbose=self.verbose, on_response=record)
+        self._index.extend(result.added)
+        # The ledger now knows this turn's requests exactly: refresh those messages' costs.
+        self._index.recount(tail=len(result.added) + 1 if self.turns else None)
+        turn_id = self._session_id(self._index.turn_ids[-1])
+        self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
+        return result.answer
+
+    def show(self, width: int = 100) -> None:
+        """Print the message list compactly, one line per message."""
+        for message in self.messages:
+            role = message["role"]
+            if message.get("tool_calls"):
+                body = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in message["tool_calls"])
+                body = "calls " + body
+            else:
+                body = str(message.get("content") or "")
+            body = " ".join(body.split())
+            print(f"{role:>9}: {body[:width - 11] + ('…' if len(body) > width - 11 else '')}")

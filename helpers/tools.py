@@ -1,0 +1,193 @@
+"""The agent's tools: plain Python functions, their JSON schemas, and one registry.
+
+Every tool returns a JSON-serialisable dict. ``run_tool`` is how the agent loop calls
+them: it never raises for bad input from the model -- malformed JSON arguments, an
+unknown tool, wrong or missing argument names, a tool that raises -- each becomes
+``{"error": "..."}`` text the model can read and recover from.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Callable
+
+from helpers import clock
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
+
+
+class ToolInputError(ValueError):
+    """The model passed an argument the tool cannot use; the message says what is accepted."""
+
+
+# ---------------------------------------------------------------- the tools
+
+def get_current_time(timezone: str = DEFAULT_TIMEZONE) -> dict:
+    """The current date and time in an IANA time zone (frozen under test via WORKSHOP_NOW)."""
+    try:
+        moment = clock.now(timezone)
+    except clock.ClockError as exc:
+        raise ToolInputError(str(exc)) from None
+    return {"timezone": timezone, "date": moment.strftime("%Y-%m-%d"), "time": moment.strftime("%H:%M"),
+            "weekday": moment.strftime("%A"), "iso": moment.isoformat()}
+
+
+def parse_weekday(name: str) -> str:
+    """'Thursday', 'thursday', 'Thu', 'thurs' -> 'Thursday'; anything else raises ToolInputError."""
+    cleaned = str(name).strip().lower().rstrip(".")
+    if cleaned.endswith("s") and cleaned[:-1] in (d.lower() for d in WEEKDAYS):
+        cleaned = cleaned[:-1]  # "Thursdays"
+    for day in WEEKDAYS:
+        if len(cleaned) >= 2 and day.lower().startswith(cleaned):
+            return day
+    raise ToolInputError(f"unknown weekday {name!r}; use one of {', '.join(WEEKDAYS)} (or Mon, Tue, ...)")
+
+
+def _parse_time(value: str | None):
+    if value in (None, ""):
+        return None
+    try:
+        return datetime.strptime(str(value).strip(), "%H:%M").time()
+    except ValueError:
+        raise ToolInputError(f"time {value!r} must look like 18:00 (24-hour HH:MM)") from None
+
+
+def days_until_weekday(weekday: str, time: str | None = None, timezone: str = DEFAULT_TIMEZONE) -> dict:
+    """Days from today until the next ``weekday``; if it is today and ``time`` has passed, next week."""
+    day = parse_weekday(weekday)
+    at = _parse_time(time)
+    try:
+        today = clock.now(timezone)
+    except clock.ClockError as exc:
+        raise ToolInputError(str(exc)) from None
+    days = (WEEKDAYS.index(day) - today.weekday()) % 7
+    if days == 0 and at is not None and today.time() >= at:
+        days = 7
+    date = (today + timedelta(days=days)).strftime("%Y-%m-%d")
+    result = {"weekday": day, "days": days, "date": date, "today": today.strftime("%A %Y-%m-%d")}
+    if at is not None:
+        result["time"] = at.strftime("%H:%M")
+    return result
+
+
+def search_campus_info(query: str, k: int = 3) -> dict:
+    """Knowledge-base passages relevant to ``query``, with ids and scores (notebook 02's retrieval)."""
+    if not str(query).strip():
+        raise ToolInputError("query is empty; say what to look for, e.g. 'AI club meeting time'")
+    from helpers.knowledge import retrieve_context
+
+    hits = retrieve_context(str(query), k=int(k))
+    results = []
+    for hit in hits:
+        row = {"id": hit.id, "title": hit.title, "text": hit.text, "score": round(float(hit.score), 3)}
+        for extra in ("weekday", "time", "location"):
+            if getattr(hit, extra, None):
+                row[extra] = getattr(hit, extra)
+        results.append(row)
+    out = {"query": query, "results": results}
+    if not results:
+        out["note"] = "nothing in the campus knowledge base matches this query"
+    return out
+
+
+def next_campus_event(entry_id: str) -> dict:
+    """The next date of a recurring knowledge-base event (by entry id), with the days until it."""
+    from helpers.knowledge import load_knowledge_base
+
+    entries = {e.id: e for e in load_knowledge_base()}
+    entry = entries.get(str(entry_id).strip())
+    if entry is None:
+        raise ToolInputError(f"no knowledge-base entry with id {entry_id!r}; search_campus_info gives ids")
+    if not entry.weekday:
+        raise ToolInputError(f"{entry_id!r} ({entry.title}) is not a recurring event with a weekday")
+    when = days_until_weekday(entry.weekday, entry.time)
+    return {"id": entry.id, "title": entry.title, "location": entry.location, **when}
+
+
+# ---------------------------------------------------------------- the registry
+
+def _schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required}}}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable plus the schema the model sees."""
+
+    name: str
+    function: Callable[..., dict]
+    schema: dict
+
+
+_TZ = {"type": "string", "description": "IANA time zone, e.g. America/Los_Angeles"}
+REGISTRY: dict[str, Tool] = {tool.name: tool for tool in [
+    Tool("search_campus_info", search_campus_info, _schema(
+        "search_campus_info", "Search the Larkspur University knowledge base (clubs, labs, office hours, "
+        "events, services). Returns passages with ids to cite.",
+        {"query": {"type": "string", "description": "What to look for, in a few words"}}, ["query"])),
+    Tool("get_current_time", get_current_time, _schema(
+        "get_current_time", "The current date, weekday and time in a time zone.", {"timezone": _TZ}, [])),
+    Tool("days_until_weekday", days_until_weekday, _schema(
+        "days_until_weekday", "How many days from today until the next given weekday. Use this to count "
+        "or compare days; never estimate.",
+        {"weekday": {"type": "string", "enum": list(WEEKDAYS)},
+         "time": {"type": "string", "description": "Optional event time HH:MM; if today and passed, next week"}},
+        ["weekday"])),
+    Tool("next_campus_event", next_campus_event, _schema(
+        "next_campus_event", "The next date of a recurring campus event, given its knowledge-base id.",
+        {"entry_id": {"type": "string", "description": "An id returned by search_campus_info"}},
+        ["entry_id"])),
+]}
+
+
+def tool_schemas(names: list[str] | None = None, registry: dict[str, Tool] | None = None) -> list[dict]:
+    """The schemas to send as ``tools=``, for all tools or the ones named."""
+    registry = REGISTRY if registry is None else registry
+    unknown = [n for n in names or [] if n not in registry]
+    if unknown:
+        raise KeyError(f"unknown tools {unknown}; available: {sorted(registry)}")
+    return [registry[n].schema for n in (names or list(registry))]
+
+
+def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] | None = None) -> str:
+    """Run one tool call from the model and return its result as JSON text -- never raises."""
+    registry = REGISTRY if registry is None else registry
+    tool = registry.get(name)
+    if tool is None:
+        return _error(f"unknown tool {name!r}; available tools: {', '.join(sorted(registry))}")
+    if isinstance(arguments, dict):
+        args = arguments
+    else:
+        try:
+            args = json.loads(arguments or "{}")
+        except (TypeError, ValueError) as exc:
+            return _error(f"arguments for {name} are not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); "
+                          f"send an object like {_example(tool)}")
+    if not isinstance(args, dict):
+        return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
+    try:
+        inspect.signature(tool.function).bind(**args)
+    except TypeError as exc:
+        return _error(f"wrong arguments for {name}: {exc}; expected {_example(tool)}")
+    try:
+        result = tool.function(**args)
+    except ToolInputError as exc:
+        return _error(f"{name}: {exc}")
+    except Exception as exc:  # a tool that raises must not crash the loop
+        return _error(f"{name} failed with {type(exc).__name__}: {exc}")
+    return json.dumps(result)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message})
+
+
+def _example(tool: Tool) -> str:
+    props = tool.schema["function"]["parameters"]["properties"]
+    required = tool.schema["function"]["parameters"].get("required", [])
+    return json.dumps({p: f"<{props[p].get('type', 'value')}>" for p in (required or list(props))})

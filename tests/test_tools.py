@@ -1,0 +1,109 @@
+import json
+
+import pytest
+
+from helpers import tools
+from helpers.tools import (ToolInputError, days_until_weekday, get_current_time, parse_weekday, run_tool,
+                           tool_schemas)
+
+# conftest freezes the clock at Monday 2026-11-30 10:00 in Los Angeles.
+
+
+def test_current_time_in_default_zone():
+    now = get_current_time()
+    assert (now["date"], now["time"], now["weekday"]) == ("2026-11-30", "10:00", "Monday")
+
+
+def test_current_time_in_other_zone():
+    tokyo = get_current_time("Asia/Tokyo")
+    assert (tokyo["date"], tokyo["time"], tokyo["weekday"]) == ("2026-12-01", "03:00", "Tuesday")
+
+
+def test_unknown_zone_is_an_error_not_utc():
+    result = json.loads(run_tool("get_current_time", '{"timezone": "Mars/Olympus"}'))
+    assert "Mars/Olympus" in result["error"]
+
+
+@pytest.mark.parametrize("name", ["Thursday", "thursday", "Thu", "THU", "thurs", "Thursdays", " thu. "])
+def test_weekday_spellings(name):
+    assert parse_weekday(name) == "Thursday"
+
+
+@pytest.mark.parametrize("name", ["Funday", "", "T", "42"])
+def test_bad_weekday_is_explained(name):
+    with pytest.raises(ToolInputError, match="unknown weekday"):
+        parse_weekday(name)
+
+
+def test_days_until_later_this_week():
+    assert days_until_weekday("Thursday")["days"] == 3
+    assert days_until_weekday("Tue")["days"] == 1
+    assert days_until_weekday("Sunday")["date"] == "2026-12-06"
+
+
+def test_today_without_time_is_zero_days():
+    assert days_until_weekday("Monday")["days"] == 0
+
+
+def test_today_but_time_passed_is_next_week():
+    result = days_until_weekday("Monday", "09:00")
+    assert (result["days"], result["date"]) == (7, "2026-12-07")
+
+
+def test_today_and_time_still_ahead_is_today():
+    assert days_until_weekday("Monday", "18:00")["days"] == 0
+
+
+def test_bad_time_is_explained():
+    with pytest.raises(ToolInputError, match="HH:MM"):
+        days_until_weekday("Monday", "6pm")
+
+
+def test_days_until_respects_time_zone():
+    # 03:00 Tuesday in Tokyo: Thursday is 2 days away there.
+    assert days_until_weekday("Thursday", timezone="Asia/Tokyo")["days"] == 2
+
+
+def test_weekday_schema_uses_enum():
+    schema = {t["function"]["name"]: t for t in tool_schemas()}["days_until_weekday"]
+    assert schema["function"]["parameters"]["properties"]["weekday"]["enum"][3] == "Thursday"
+
+
+def test_unknown_tool_is_an_error_result():
+    assert "unknown tool 'teleport'" in json.loads(run_tool("teleport", "{}"))["error"]
+
+
+def test_malformed_json_arguments_are_an_error_result():
+    error = json.loads(run_tool("days_until_weekday", '{"weekday": "Thu"'))["error"]
+    assert "not valid JSON" in error and "weekday" in error
+
+
+def test_non_object_arguments_are_an_error_result():
+    assert "JSON object" in json.loads(run_tool("days_until_weekday", '["Thu"]'))["error"]
+
+
+def test_wrong_argument_name_is_an_error_result():
+    error = json.loads(run_tool("days_until_weekday", '{"day": "Thu"}'))["error"]
+    assert "wrong arguments" in error and "weekday" in error
+
+
+def test_missing_argument_is_an_error_result():
+    assert "wrong arguments" in json.loads(run_tool("days_until_weekday", "{}"))["error"]
+
+
+def test_tool_that_raises_is_an_error_result():
+    def explode():
+        raise RuntimeError("database on fire")
+
+    registry = {"explode": tools.Tool("explode", explode, tools._schema("explode", "x", {}, []))}
+    error = json.loads(run_tool("explode", "{}", registry))["error"]
+    assert "RuntimeError" in error and "database on fire" in error
+
+
+def test_unknown_tool_name_in_schema_request():
+    with pytest.raises(KeyError, match="nope"):
+        tool_schemas(["nope"])
+
+
+def test_results_are_json_text():
+    assert json.loads(run_tool("days_until_weekday", {"weekday": "Fri"}))["days"] == 4
