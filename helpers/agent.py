@@ -89,7 +89,7 @@ def run_agent(question: str, messages: list[dict] | None = None, *, client=None,
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
                 marker = "  ✗ " if result.startswith('{"error"') else "  ← "
                 say(f"       {marker}{_short(result)}")
-        answer = (f"I stopped after {max_steps} steps without reaching an answer. The tools I used are "
+        answer = (f"I stopped after {max_steps} step{'s' if max_steps != 1 else ''} without reaching an answer. The tools I used are "
                   "listed above; please rephrase or ask a narrower question.")
         messages.append({"role": "assistant", "content": answer})
         say(f"stop    step limit ({max_steps}) reached")

@@ -209,9 +209,9 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None) ->
 def _agent_step(messages, start, question, offered, system) -> Decision:
     results = _turn_results(messages, start + 1)
     errors = [(n, a, r) for n, a, r in results if r and r.get("error")]
-    if errors:
-        name, args, result = errors[-1]
-        failures = sum(1 for n, a, r in errors if n == name and a == args)
+    if results and results[-1][2].get("error"):
+        name, args, result = results[-1]
+        failures = sum(1 for n, a, _ in errors if n == name and a == args)
         if failures < 2 and name in offered and "unknown tool" not in str(result.get("error")):
             return Decision(tool_calls=[(name, args)])
     needs = question_needs(question)
@@ -223,7 +223,7 @@ def _agent_step(messages, start, question, offered, system) -> Decision:
     if "time" in needs and "get_current_time" in offered and "get_current_time" not in done:
         return Decision(tool_calls=[("get_current_time", {})])
     if "compare" in needs and "days_until_weekday" in offered and "days_until_weekday" not in done:
-        pair = _distinct_recent(conversation_mentions(history) + turn_mentions, 2)
+        pair = _distinct_recent(conversation_mentions(history) + _mentions_in_text(question) + turn_mentions, 2)
         if len(pair) < 2:
             return Decision(content=_style(_unresolved(question, "two things to compare"), system))
         return Decision(tool_calls=[("days_until_weekday", _day_args(m)) for m in reversed(pair)])
@@ -243,7 +243,8 @@ def _agent_step(messages, start, question, offered, system) -> Decision:
             return Decision(content=_style(_unresolved(question, "a day to count to"), system))
         return Decision(tool_calls=[("days_until_weekday", _day_args(target))])
     if results:
-        return Decision(content=_style(_compose(question, results), system))
+        labels = {m.weekday: m.label for m in conversation_mentions(history) if m.label}
+        return Decision(content=_style(_compose(question, results, labels), system))
     return Decision(content=_style(_answer_without_tools(messages, question), system))
 
 
@@ -271,7 +272,7 @@ def _describe_hit(hit: dict) -> str:
     if hit.get("weekday"):
         when = f"{hit['weekday']}s" + (f" at {hit['time']}" if hit.get("time") else "")
         where = f" in {hit['location']}" if hit.get("location") else ""
-        return f"{hit.get('title', 'It')} meets on {when}{where} [{hit.get('id')}]."
+        return f"{hit.get('title', 'It')} takes place on {when}{where} [{hit.get('id')}]."
     first = re.split(r"(?<=[.!?])\s", hit.get("text", "").strip())[0]
     return f"{first} [{hit.get('id')}]"
 
@@ -284,10 +285,11 @@ def _describe_days(result: dict, label: str | None = None) -> str:
     return f"{head} is {span}" + (f", on {result['date']}" if result.get("date") else "")
 
 
-def _compose(question: str, results) -> str:
+def _compose(question: str, results, labels: dict[str, str] | None = None) -> str:
     parts: list[str] = []
     days_results = [(a, r) for n, a, r in results if n == "days_until_weekday" and not r.get("error")]
-    labels = {m.weekday: m.label for n, _, r in results for m in _mentions_in_result(n, r) if m.label}
+    labels = dict(labels or {})
+    labels.update({m.weekday: m.label for n, _, r in results for m in _mentions_in_result(n, r) if m.label})
     for name, args, result in results:
         if result.get("error"):
             continue

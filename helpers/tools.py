@@ -77,15 +77,14 @@ def search_campus_info(query: str, k: int = 3) -> dict:
     """Knowledge-base passages relevant to ``query``, with ids and scores (notebook 02's retrieval)."""
     if not str(query).strip():
         raise ToolInputError("query is empty; say what to look for, e.g. 'AI club meeting time'")
-    from helpers.knowledge import retrieve_context
-
-    hits = retrieve_context(str(query), k=int(k))
+    kb = campus_knowledge_base()
     results = []
-    for hit in hits:
+    for hit in kb.retrieve_context(str(query), k=int(k)):
+        entry = kb.get(hit.id)
         row = {"id": hit.id, "title": hit.title, "text": hit.text, "score": round(float(hit.score), 3)}
-        for extra in ("weekday", "time", "location"):
-            if getattr(hit, extra, None):
-                row[extra] = getattr(hit, extra)
+        for extra in ("weekday", "time", "location", "date"):
+            if getattr(entry, extra, None):
+                row[extra] = getattr(entry, extra)
         results.append(row)
     out = {"query": query, "results": results}
     if not results:
@@ -93,12 +92,28 @@ def search_campus_info(query: str, k: int = 3) -> dict:
     return out
 
 
+_KB = None
+
+
+def campus_knowledge_base():
+    """The campus knowledge base the tools search, embedded once per process (notebook 02)."""
+    global _KB
+    if _KB is None:
+        from helpers.client import get_client, get_settings
+        from helpers.knowledge import KnowledgeBase
+
+        _KB = KnowledgeBase.load(get_client(quiet=True), model=get_settings().embedding_model)
+    return _KB
+
+
 def next_campus_event(entry_id: str) -> dict:
     """The next date of a recurring knowledge-base event (by entry id), with the days until it."""
-    from helpers.knowledge import load_knowledge_base
+    from helpers.knowledge import KnowledgeBaseError
 
-    entries = {e.id: e for e in load_knowledge_base()}
-    entry = entries.get(str(entry_id).strip())
+    try:
+        entry = campus_knowledge_base().get(str(entry_id).strip())
+    except KnowledgeBaseError:
+        entry = None
     if entry is None:
         raise ToolInputError(f"no knowledge-base entry with id {entry_id!r}; search_campus_info gives ids")
     if not entry.weekday:
@@ -170,6 +185,10 @@ def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] 
                           f"send an object like {_example(tool)}")
     if not isinstance(args, dict):
         return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
+    params = inspect.signature(tool.function).parameters
+    unknown = sorted(set(args) - set(params))
+    if unknown:
+        return _error(f"wrong arguments for {name}: unknown argument(s) {unknown}; expected {_example(tool)}")
     try:
         inspect.signature(tool.function).bind(**args)
     except TypeError as exc:

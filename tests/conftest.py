@@ -10,6 +10,7 @@ FROZEN_NOW = "2026-11-30T10:00:00-08:00"  # a Monday morning in Los Angeles
 os.environ["WORKSHOP_BACKEND"] = "offline"
 os.environ["WORKSHOP_NOW"] = FROZEN_NOW
 os.environ["WORKSHOP_NO_PROMPT"] = "1"
+os.environ["TQDM_DISABLE"] = "1"  # progress bars show timings, which differ on every run
 os.environ.pop("NVIDIA_API_KEY", None)
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
