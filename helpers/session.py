@@ -45,7 +45,12 @@ class SessionStats:
 
 
 class ChatSession:
-    """A conversation whose memory is one message list, trimmed by whole turns."""
+    """A conversation whose memory is one message list, trimmed by whole turns.
+
+    ``max_turns`` is how many earlier turns are remembered when a new question arrives
+    (the request carries them plus the new turn); ``max_tokens`` caps the request the
+    same way, by exactly counted tokens.
+    """
 
     def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, *, max_turns: int | None = None,
                  max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,

@@ -1,0 +1,102 @@
+import pytest
+
+from helpers.client import EndpointError
+from helpers.history import find_problems, split_turns
+from helpers.session import ChatSession
+
+from scripted import ScriptedServer, tool_call
+
+CLASSIC = ["When does the AI club meet?", "How many days until that?",
+           "And when are the faculty office hours?", "Which of those two is sooner?"]
+
+
+@pytest.fixture(scope="module")
+def classic():
+    session = ChatSession()
+    answers = [session.chat(q) for q in CLASSIC]
+    return session, answers
+
+
+def test_follow_ups_resolve_from_the_session(classic):
+    _, answers = classic
+    assert "Thursday" in answers[0] and "[club-ai]" in answers[0]
+    assert "3 days" in answers[1]
+    assert "Tuesday" in answers[2]
+    assert "sooner" in answers[3] and answers[3].index("Tuesday") < answers[3].index("Thursday")
+
+
+def test_session_list_is_valid_and_has_one_turn_per_question(classic):
+    session, _ = classic
+    system, turns = split_turns(session.messages)
+    assert len(system) == 1 and len(turns) == 4
+    assert find_problems(session.messages) == []
+    assert session.turn_ids == [0, 1, 2, 3]
+
+
+def test_reset_forgets():
+    session = ChatSession()
+    session.chat(CLASSIC[0])
+    session.reset()
+    assert "don't know" in session.chat(CLASSIC[1])
+    assert len(split_turns(session.messages)[1]) == 1
+
+
+def test_max_turns_drops_whole_oldest_turns(capsys):
+    session = ChatSession(max_turns=2, verbose=True)
+    for question in ["When does the AI club meet?", "And when are the faculty office hours?",
+                     "Where can I print a poster?", "Which of those two is sooner?"]:
+        answer = session.chat(question)
+        assert find_problems(session.messages) == []
+    assert "don't know" in answer  # the AI club turn scrolled out
+    assert [t.turn_id for t in session.dropped] == [0]
+    assert session.turn_ids == [1, 2, 3]  # the 2 remembered turns plus the newest
+    assert all(t.messages[0]["role"] == "user" for t in session.dropped)
+    assert "memory  dropped turn 0" in capsys.readouterr().out
+
+
+def test_max_tokens_keeps_the_list_within_budget():
+    session = ChatSession(max_tokens=1600)
+    for question in CLASSIC * 2:
+        session.chat(question)
+        assert find_problems(session.messages) == []
+    assert session.dropped, "a 1,600-token budget must force trimming over eight turns"
+    # every request that started a turn fit the budget (tool schemas included)
+    first_requests = [p for p, t, prev in zip(session.stats.prompt_tokens, session.stats.turn_of_request,
+                                              [None] + session.stats.turn_of_request) if t != prev]
+    assert max(first_requests) <= 1600
+
+
+def test_failed_turn_is_rolled_back_and_the_session_goes_on():
+    server = ScriptedServer([{"content": "hello"},
+                             {"tool_calls": [tool_call("days_until_weekday", {"weekday": "Thu"}, "a")]}, 503,
+                             {"content": "fine"}])
+    session = ChatSession(**server.kwargs())
+    session.chat("hi")
+    before = session.messages
+    with pytest.raises(EndpointError):
+        session.chat("how many days until Thursday?")
+    assert session.messages == before and find_problems(before) == []
+    assert session.chat("still there?") == "fine"
+    assert session.turn_ids == [0, 1]
+
+
+def test_undo_removes_the_last_whole_turn(classic):
+    session = ChatSession()
+    for question in CLASSIC[:3]:
+        session.chat(question)
+    removed = session.undo()
+    assert removed.question == CLASSIC[2]
+    assert len(split_turns(session.messages)[1]) == 2 and find_problems(session.messages) == []
+    session.chat("Where can I print a poster?")
+    assert session.turn_ids == [0, 1, 3]  # ids are never reused
+
+
+def test_undo_on_empty_session():
+    assert ChatSession().undo() is None
+
+
+def test_bad_limits_are_explained():
+    with pytest.raises(ValueError, match="max_turns"):
+        ChatSession(max_turns=0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        ChatSession(max_tokens=0)
