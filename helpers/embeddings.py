@@ -9,6 +9,8 @@ notebook code is identical online and offline.
 """
 from __future__ import annotations
 
+import os
+
 import importlib.util
 import threading
 import warnings
@@ -181,7 +183,7 @@ def local_token_count(text: str) -> int:
 
 def _progress(total: int, show: bool | None):
     if show is None:
-        show = total > PROGRESS_MIN_TEXTS
+        show = total > PROGRESS_MIN_TEXTS and not os.environ.get("TQDM_DISABLE")
     if not show:
         return None
     from tqdm.auto import tqdm

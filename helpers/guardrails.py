@@ -128,3 +128,39 @@ def evidence_from_turn(messages: list[dict]) -> str:
     """The tool results of the last turn (everything after the last user message), as judge passages."""
     start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     return "\n".join(str(m.get("content", "")) for m in messages[start + 1:] if m.get("role") == "tool")
+
+
+FALLBACK = ("I couldn't check that answer against the campus knowledge base, so I won't guess. "
+            "Please ask the campus information desk.")
+
+
+@dataclass(frozen=True)
+class GuardedAnswer:
+    """An answer after both guardrails, with the verdicts that shaped it."""
+
+    question: str
+    answer: str
+    scope: ScopeVerdict
+    grounding: GroundingVerdict
+    draft: str  # what the model said before the grounding check
+    context: str
+
+
+def guarded_answer(question: str, kb, *, k: int = 3, client=None, settings=None) -> GuardedAnswer:
+    """Scope rule → retrieval → answer from context → grounding check (failing closed)."""
+    from helpers.knowledge import answer_with_context, format_context
+
+    scope = check_scope(question, client=client, settings=settings)
+    if not scope.allowed:
+        skipped = GroundingVerdict(True, "the fixed refusal makes no claims", skipped=True)
+        return GuardedAnswer(question, REFUSAL, scope, skipped, REFUSAL, "")
+    hits = kb.retrieve_context(question, k=k)
+    context = format_context(hits) if hits else ""
+    draft = answer_with_context(question, hits, client=client, settings=settings)
+    if not hits:
+        # Nothing retrieved: only an honest "don't know" may pass.
+        ok = "don't know" in draft.lower() or "do not know" in draft.lower()
+        verdict = GroundingVerdict(ok, "no passages retrieved" + ("; the answer admits it" if ok else ""))
+    else:
+        verdict = check_grounding(draft, context, client=client, settings=settings)
+    return GuardedAnswer(question, draft if verdict.supported else FALLBACK, scope, verdict, draft, context)

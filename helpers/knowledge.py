@@ -387,3 +387,21 @@ __all__ = [
     "cache_dir", "default_kb_path", "evaluate", "format_context", "load_eval_questions",
     "load_knowledge_base", "threshold_for",
 ]
+
+
+# ------------------------------------------------------------------ answering from retrieved context
+
+CONTEXT_PROMPT = (
+    "You are the Larkspur University campus assistant. Answer the question using only the context entries "
+    "below, and cite the id of each entry you use in square brackets, like [club-ai]. Ignore entries marked "
+    "archived or outdated. If the context does not answer the question, say you don't know.\n\nContext:\n"
+)
+
+
+def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = None, settings: Any = None) -> str:
+    """Ask the chat model to answer ``question`` from ``hits`` only, citing entry ids."""
+    from helpers.client import chat
+
+    messages = [{"role": "system", "content": CONTEXT_PROMPT + format_context(hits)},
+                {"role": "user", "content": question}]
+    return chat(messages, client=client, settings=settings).choices[0].message.content or ""

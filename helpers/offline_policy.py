@@ -18,7 +18,9 @@ text or tool calls. The rules, in order:
    does not know what "that" refers to -- exactly what a real model must do when the
    history is missing.
 4. **No tools**: answer from retrieved passages in the messages (lines like
-   ``[club-ai] AI Club: ...``), citing the entry id; otherwise a short honest reply.
+   ``[club-ai] AI Club: ...``) with the sentence most similar to the question (the
+   local MiniLM model; below ``ANSWER_SIMILARITY`` it says it doesn't know), citing the
+   entry id; otherwise a short honest reply.
    System prompt directives it honours: "your name is X", "one sentence",
    "uppercase", "answer in French" (it can only prefix a greeting), "bullet points".
 """
@@ -329,7 +331,7 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
     for message in messages:
         if message.get("role") in ("system", "developer", "user"):
             passages += _CONTEXT_LINE.findall(_text(message))
-    if passages:
+    if passages or re.search(r"^context:", _system_text(messages), re.I | re.M):
         return _answer_from_passages(question, passages)
     if re.search(r"\b(hello|hi|hey|good (morning|afternoon|evening))\b", question.lower()):
         return (f"Hello, I'm the {STANDIN_NOTE} (deterministic rules, not a language model). "
@@ -341,18 +343,28 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
             "results or earlier turns in this conversation, and none of them covers that.")
 
 
+ANSWER_SIMILARITY = 0.40  # below this, no retrieved sentence answers the question
+
+
 def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str:
-    asked = _words(question)
-    scored = []
+    """Rule: answer with the passage sentence most similar to the question (local MiniLM embeddings),
+    citing its id -- or say "I don't know" when no sentence reaches ANSWER_SIMILARITY."""
+    from helpers.embeddings import local_embed
+
+    sentences = []
     for pid, body in passages:
-        overlap = len(asked & _words(body))
-        scored.append((overlap, -passages.index((pid, body)), pid, body))
-    best = max(scored)
-    if best[0] == 0:
+        title, _, text = body.partition(":")
+        for sentence in re.split(r"(?<=[.!?])\s+", (text or title).strip()):
+            if sentence:
+                sentences.append((pid, title.strip(), sentence))
+    if not sentences:
         return "I don't know: the provided context does not cover that."
-    _, _, pid, body = best
-    sentences = re.split(r"(?<=[.!?])\s+", body.split(":", 1)[-1].strip())
-    sentence = max(sentences, key=lambda s: (len(asked & _words(s)), -sentences.index(s)))
+    vectors = local_embed([question] + [f"{title}: {sentence}" for _, title, sentence in sentences])
+    scores = vectors[1:] @ vectors[0]
+    best = max(range(len(sentences)), key=lambda i: (round(float(scores[i]), 6), -i))
+    if scores[best] < ANSWER_SIMILARITY:
+        return "I don't know: the provided context does not cover that."
+    pid, _, sentence = sentences[best]
     return f"{sentence.rstrip('.')} [{pid}]."
 
 
