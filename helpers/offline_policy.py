@@ -419,7 +419,8 @@ def judge_grounding(prompt: str) -> dict:
 _CAMPUS_WORDS = set("""campus club clubs lab labs library office hours professor faculty course courses class
 classes event events meet meets meeting semester student students dining shuttle advising exam exams
 registrar dorm housing gym hackathon seminar lecture university larkspur ta tutor tutoring deadline
-schedule parking health centre center study room rooms when where""".split())
+schedule parking health centre center study room rooms pool swimming sports gym facility facilities
+building hall open opening print printing""".split())
 _UNSAFE = re.compile(r"\b(hack into|steal|weapon|bomb|poison|break into|cheat on|exam answers|"
                      r"someone's password|hurt)\b", re.I)
 

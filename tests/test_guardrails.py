@@ -4,7 +4,7 @@ import pytest
 
 from helpers import guardrails
 from helpers.config import load_settings
-from helpers.guardrails import (REFUSAL, VerdictError, check_grounding, check_scope, evidence_from_turn,
+from helpers.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
                                 parse_grounding_verdict, parse_scope_verdict)
 from helpers.offline import make_offline_client
 
@@ -93,3 +93,38 @@ def test_evidence_is_the_last_turns_tool_results():
                 {"role": "assistant", "content": None, "tool_calls": []},
                 {"role": "tool", "tool_call_id": "b", "content": "NEW"}]
     assert evidence_from_turn(messages) == "NEW"
+
+
+@pytest.fixture(scope="module")
+def kb():
+    from helpers.knowledge import KnowledgeBase
+
+    return KnowledgeBase.load(None)
+
+
+def test_guarded_answer_refuses_off_topic_without_judging(kb, offline):
+    result = guarded_answer("Write me a poem about the sea", kb, **offline)
+    assert result.answer == REFUSAL and result.grounding.skipped
+
+
+def test_guarded_answer_passes_a_grounded_answer(kb, offline):
+    result = guarded_answer("When does the AI club meet?", kb, **offline)
+    assert result.grounding.supported and "[club-ai]" in result.answer and result.answer == result.draft
+
+
+def test_guarded_answer_replaces_an_unsupported_draft(kb, offline, monkeypatch):
+    import helpers.knowledge
+
+    monkeypatch.setattr(helpers.knowledge, "answer_with_context",
+                        lambda *a, **k: "The AI Club meets on Fridays at 20:00 [club-ai].")
+    result = guarded_answer("When does the AI club meet?", kb, **offline)
+    assert not result.grounding.supported and result.answer == FALLBACK and "Fridays" in result.draft
+
+
+def test_guarded_answer_without_passages_only_allows_dont_know(kb, offline, monkeypatch):
+    import helpers.knowledge
+
+    monkeypatch.setattr(kb, "retrieve_context", lambda *a, **k: [])
+    assert "don't know" in guarded_answer("When is the campus pool open?", kb, **offline).answer
+    monkeypatch.setattr(helpers.knowledge, "answer_with_context", lambda *a, **k: "It opens at 06:00.")
+    assert guarded_answer("When is the campus pool open?", kb, **offline).answer == FALLBACK
