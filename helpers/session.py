@@ -112,6 +112,45 @@ class ChatSession:
             self.turns.remove(removed)
         return removed
 
+    # ------------------------------------------------------------ saving and restoring
+    def snapshot(self) -> dict:
+        """Everything needed to resume this conversation later, as plain JSON-ready data."""
+        return {
+            "version": 1,
+            "system_prompt": self.system_prompt,
+            "max_turns": self.max_turns,
+            "max_tokens": self.max_tokens,
+            "messages": self.messages[(1 if self.system_prompt else 0):],
+            "turn_ids": self.turn_ids,
+            "next_id": self._next_id,
+            "turns": [vars(t).copy() for t in self.turns],
+            "dropped": [{"turn_id": d.turn_id, "messages": d.messages, "tokens": d.tokens} for d in self.dropped],
+            "memory": self.memory_state(),
+        }
+
+    def memory_state(self) -> dict:
+        """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots."""
+        return {}
+
+    def restore_memory_state(self, state: dict) -> None:
+        """Counterpart of ``memory_state``."""
+
+    @classmethod
+    def from_snapshot(cls, state: dict, **kwargs) -> "ChatSession":
+        """A session continuing from ``snapshot()`` data (client, tools and verbosity from ``kwargs``)."""
+        if state.get("version") != 1:
+            raise ValueError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
+        session = cls(state["system_prompt"], max_turns=state.get("max_turns"),
+                      max_tokens=state.get("max_tokens"), **kwargs)
+        session._reset_index(list(state["messages"]), list(state["turn_ids"]))
+        if len(session._index.turn_ids) != len(state["turn_ids"]):
+            raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages")
+        session._next_id = int(state["next_id"])
+        session.turns = [TurnRecord(**t) for t in state.get("turns", [])]
+        session.dropped = [DroppedTurn(d["turn_id"], d["messages"], d["tokens"]) for d in state.get("dropped", [])]
+        session.restore_memory_state(state.get("memory") or {})
+        return session
+
     # ------------------------------------------------------------ a turn
     def _say(self, text: str) -> None:
         if self.verbose:

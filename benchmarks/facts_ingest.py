@@ -1,0 +1,282 @@
+"""Benchmark: one day of fact statements through the reconciling writer (lesson 10).
+
+A day is 20,000 statements: 11,800 first statements, 6,000 replays of an earlier source event
+(queue retries, some arriving after a correction), 2,000 paraphrases of a stored value and
+200 explicit corrections. The script checks that the exact expected final state is reached,
+then reports:
+
+* ingest throughput of ``FactMemory.write_many`` (one transaction per batch, every decision
+  audited in the same transaction as its change);
+* the same rows written by a raw SQLite upsert in the same batches, on the same settings, in
+  the same run, and the ratio between the two (target >= 50%);
+* freshness of the background path: time from ``submit()`` returning (the ack) until the
+  decision is committed and readable, for a paced stream and for a burst.
+
+Run: ``python benchmarks/facts_ingest.py [--batch 500] [--seed 7] [--repeat 3]``. Numbers depend on the machine
+(and on whatever else it is running: the best of ``--repeat`` interleaved runs is reported, wall and CPU time).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from helpers.memory.extract import BackgroundWriter  # noqa: E402
+from helpers.memory.facts import DEFAULT_ATTRIBUTES, Candidate, FactMemory  # noqa: E402
+
+FIRST, REPLAYS, PARAPHRASES, CORRECTIONS = 11_800, 6_000, 2_000, 200
+WINDOWS = {"morning": ["morning", "in the morning"], "afternoon": ["afternoon", "afternoons"],
+           "evening": ["evening", "in the evenings"]}
+WINDOW_PARAPHRASE = {"morning": "Mornings", "afternoon": "in the afternoon", "evening": "Evening deliveries"}
+CONTACTS = {"email": ("email", "E-mail"), "sms": ("text message", "SMS"), "phone": ("phone", "Phone call")}
+STREETS = ["Elm", "Harbor", "Cedar", "Larkspur", "Quarry", "Willow", "Beacon", "Orchard"]
+ALLERGENS = ["peanuts", "shellfish", "gluten", "milk", "soy", "sesame", "eggs", "walnuts"]
+
+
+def _address(rng: random.Random) -> tuple[str, str]:
+    number, street = rng.randint(1, 999), rng.choice(STREETS)
+    kind, short = rng.choice([("Street", "St"), ("Road", "Rd"), ("Avenue", "Ave")])
+    return f"{number} {street} {kind}", f"{number} {street.upper()} {short}."
+
+
+def make_day(seed: int) -> list[Candidate]:
+    """The day's statements in arrival order (versions grow per user source; replays reuse a version)."""
+    rng = random.Random(seed)
+    attrs = ["delivery_window", "shipping_address", "preferred_contact", "allergy"]
+    firsts = []  # (time, user, attribute, value, paraphrase of value)
+    for index in range(FIRST):
+        user, attribute = f"u{index // 4:05d}", attrs[index % 4]
+        if attribute == "delivery_window":
+            key = rng.choice(list(WINDOWS))
+            value, para = rng.choice(WINDOWS[key]), WINDOW_PARAPHRASE[key]
+        elif attribute == "shipping_address":
+            value, para = _address(rng)
+        elif attribute == "preferred_contact":
+            value, para = CONTACTS[rng.choice(list(CONTACTS))]
+        else:
+            value = rng.choice(ALLERGENS)
+            para = value.upper() + "!"
+        firsts.append((float(index), user, attribute, value, para))
+    single = [f for f in firsts if f[2] != "allergy"]
+    chosen = rng.sample(range(len(single)), PARAPHRASES + CORRECTIONS)
+    events = [(t, user, attribute, value) for t, user, attribute, value, _ in firsts]
+    for n, pick in enumerate(chosen):
+        t, user, attribute, value, para = single[pick]
+        later = t + rng.uniform(1, 5_000)
+        if n < PARAPHRASES:
+            events.append((later, user, attribute, para))
+            continue
+        if attribute == "delivery_window":
+            other = rng.choice([k for k in WINDOWS if k != DEFAULT_ATTRIBUTES[attribute].normalise(value)])
+        elif attribute == "preferred_contact":
+            other = rng.choice([k for k in CONTACTS if k != DEFAULT_ATTRIBUTES[attribute].normalise(value)])
+        else:
+            other = f"{rng.randint(1000, 2000)} New Lane"
+        events.append((later, user, attribute, other))
+    events.sort()
+    versions: Counter = Counter()
+    stamped = []
+    for t, user, attribute, value in events:
+        versions[user] += 1
+        stamped.append((t, Candidate(user, "user", attribute, value, f"chat:{user}", "user", versions[user])))
+    for _ in range(REPLAYS):
+        t, original = rng.choice(stamped[:len(events)])
+        stamped.append((t + rng.uniform(0.5, 3_000), original))
+    stamped.sort(key=lambda pair: pair[0])
+    assert len(stamped) == FIRST + REPLAYS + PARAPHRASES + CORRECTIONS
+    return [candidate for _, candidate in stamped]
+
+
+def expected_state(day: list[Candidate]) -> dict[tuple, str]:
+    """Key -> normalised value of the highest version each key saw (computed without the writer)."""
+    best: dict[tuple, tuple[int, str]] = {}
+    for c in day:
+        spec = DEFAULT_ATTRIBUTES[c.attribute]
+        value_key = spec.normalise(c.value)
+        key = (c.user_id, c.subject, c.attribute, value_key if spec.multi_valued else "")
+        if key not in best or c.source_version > best[key][0]:
+            best[key] = (c.source_version, value_key)
+    return {key: value for key, (_, value) in best.items()}
+
+
+def run_writer(path: Path, day: list[Candidate], batch: int) -> tuple[float, float, FactMemory, Counter]:
+    """The reconciling writer, one write_many (one transaction) per batch: (wall s, cpu s, memory, outcomes)."""
+    memory = FactMemory.open(str(path))
+    outcomes: Counter = Counter()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i in range(0, len(day), batch):
+        outcomes.update(d.outcome for d in memory.write_many(day[i:i + batch]))
+    return time.perf_counter() - wall, time.process_time() - cpu, memory, outcomes
+
+
+RAW_SQL = ("INSERT INTO raw_facts VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, subject, attribute, slot) "
+           "DO UPDATE SET value = excluded.value, source_id = excluded.source_id, "
+           "source_version = excluded.source_version")
+
+
+AUDIT_SQL = ("INSERT INTO raw_audit (user_id, attribute, value, source_id, source_version, decided_at) "
+             "VALUES (?, ?, ?, ?, ?, ?)")
+
+
+def run_raw_upsert(path: Path, day: list[Candidate], batch: int, *, per_row: bool = False,
+                   audit: bool = False) -> tuple[float, float]:
+    """The baseline: each statement upserted by key, no rules, no provenance (optionally one audit row each)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE TABLE raw_facts (user_id TEXT, subject TEXT, attribute TEXT, slot TEXT, value TEXT, "
+                 "source_id TEXT, source_version INTEGER, PRIMARY KEY (user_id, subject, attribute, slot))")
+    conn.execute("CREATE TABLE raw_audit (id INTEGER PRIMARY KEY, user_id TEXT, attribute TEXT, value TEXT, "
+                 "source_id TEXT, source_version INTEGER, decided_at TEXT)")
+    conn.execute("CREATE INDEX raw_audit_by_user ON raw_audit (user_id, id)")
+    rows = [(c.user_id, c.subject, c.attribute, c.value if DEFAULT_ATTRIBUTES[c.attribute].multi_valued else "",
+             c.value, c.source_id, c.source_version) for c in day]
+    stamp = "2026-11-30T10:00:00-08:00"
+    audit_rows = [(c.user_id, c.attribute, c.value, c.source_id, c.source_version, stamp) for c in day]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i in range(0, len(rows), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        if per_row:
+            for row in rows[i:i + batch]:
+                conn.execute(RAW_SQL, row)
+        else:
+            conn.executemany(RAW_SQL, rows[i:i + batch])
+        if audit:
+            conn.executemany(AUDIT_SQL, audit_rows[i:i + batch])
+        conn.execute("COMMIT")
+    result = time.perf_counter() - wall, time.process_time() - cpu
+    conn.close()
+    return result
+
+
+def check_state(memory: FactMemory, expected: dict[tuple, str]) -> list[str]:
+    """Problems with the final state (empty when it is exactly the expected one)."""
+    conn = sqlite3.connect(memory.store.path)
+    active = conn.execute("SELECT user_id, subject, attribute, slot, value_key FROM facts "
+                          "WHERE status = 'active'").fetchall()
+    problems = []
+    keys = Counter(row[:4] for row in active)
+    duplicates = sum(1 for n in keys.values() if n > 1)
+    if duplicates:
+        problems.append(f"{duplicates} keys have more than one active fact")
+    got = {row[:4]: row[4] for row in active}
+    wrong = sum(1 for key, value in expected.items() if got.get(key) != value)
+    if wrong or len(got) != len(expected):
+        problems.append(f"{wrong} keys differ from the expected value; {len(got)} active vs {len(expected)} expected")
+    others = conn.execute("SELECT status, COUNT(*) FROM facts WHERE status != 'active' GROUP BY status").fetchall()
+    if dict(others) != {"superseded": CORRECTIONS}:
+        problems.append(f"non-active facts {dict(others)}; expected only {CORRECTIONS} superseded")
+    audited = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    if audited != FIRST + REPLAYS + PARAPHRASES + CORRECTIONS:
+        problems.append(f"{audited} audit rows; expected one per statement")
+    conn.close()
+    return problems
+
+
+def freshness(path: Path, day: list[Candidate], *, count: int, pace: float) -> list[float]:
+    """Seconds from submit() returning to the decision being committed, for ``count`` statements."""
+    memory = FactMemory.open(str(path))
+    writer = BackgroundWriter(memory, batch_size=256)
+    acked: dict[int, float] = {}
+    lags: list[float] = []
+    lock = threading.Lock()
+
+    def done(index: int):
+        def record(_future) -> None:
+            with lock:
+                lags.append(time.perf_counter() - acked[index])
+        return record
+
+    for index, candidate in enumerate(day[:count]):
+        future = writer.submit(candidate)
+        with lock:
+            acked[index] = time.perf_counter()
+        future.add_done_callback(done(index))
+        if pace:
+            time.sleep(pace)
+    writer.close()
+    reader = sqlite3.connect(path)
+    readable = reader.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    reader.close()
+    memory.close()
+    if readable != count or len(lags) != count:
+        raise SystemExit(f"freshness run: {readable} audited, {len(lags)} acknowledged, expected {count}")
+    return lags
+
+
+def _ms(values: list[float], q: float) -> str:
+    ordered = sorted(values)
+    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=500, help="statements per transaction (default 500)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs; the best of each path is reported")
+    args = parser.parse_args()
+    day = make_day(args.seed)
+    expected = expected_state(day)
+    gc.collect()
+    gc.freeze()  # the generated day is long-lived: keep the collector from rescanning it during timing
+    times: dict[str, list[tuple[float, float]]] = {"writer": [], "raw": [], "raw_rows": [], "raw_audit": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(args.repeat):  # interleaved, so background load hits every path alike
+            times["raw"].append(run_raw_upsert(Path(tmp) / f"raw{run}.db", day, args.batch))
+            wall, cpu, memory, outcomes = run_writer(Path(tmp) / f"facts{run}.db", day, args.batch)
+            problems = check_state(memory, expected)
+            memory.close()
+            if problems:
+                raise SystemExit("final state is wrong: " + "; ".join(problems))
+            times["writer"].append((wall, cpu))
+            times["raw_rows"].append(run_raw_upsert(Path(tmp) / f"rows{run}.db", day, args.batch, per_row=True))
+            times["raw_audit"].append(run_raw_upsert(Path(tmp) / f"audit{run}.db", day, args.batch, audit=True))
+        raw_wrong = _raw_wrong(Path(tmp) / "raw0.db", expected)
+        paced = freshness(Path(tmp) / "paced.db", day, count=2_000, pace=0.001)
+        burst = freshness(Path(tmp) / "burst.db", day, count=5_000, pace=0.0)
+    n = len(day)
+    best = {name: (min(w for w, _ in runs), min(c for _, c in runs)) for name, runs in times.items()}
+    print(f"Day: {n:,} statements = {FIRST:,} first + {REPLAYS:,} replays + {PARAPHRASES:,} paraphrases + "
+          f"{CORRECTIONS} corrections; {args.batch} per transaction; best of {args.repeat}")
+    print("Decisions: " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())))
+    print(f"Final state: exact ({len(expected):,} active facts, {CORRECTIONS} superseded, no duplicates, "
+          f"{n:,} audit rows); the raw upsert ends with {raw_wrong:,} keys wrong")
+    print(f"\n{'path':<32}{'statements/s':>13}{'wall s':>9}{'cpu s':>8}")
+    paths = (("writer", "reconciling writer"), ("raw", "raw upsert (executemany)"),
+             ("raw_rows", "raw upsert (execute per row)"), ("raw_audit", "raw upsert + audit row"))
+    for name, label in paths:
+        wall, cpu = best[name]
+        print(f"{label:<32}{n / wall:>13,.0f}{wall:>9.3f}{cpu:>8.3f}")
+    print()
+    for name, label in paths[1:]:
+        print(f"writer as a share of {label:<30} wall {best[name][0] / best['writer'][0]:>4.0%}   "
+              f"cpu {best[name][1] / best['writer'][1]:>4.0%}")
+    print("(target: >= 50% of the raw upsert, executemany)")
+    print(f"\n{'freshness (ack -> readable)':<32}{'p50 ms':>8}{'p95 ms':>8}{'max ms':>8}")
+    for name, lags in (("paced, 2,000 at ~1/ms", paced), ("burst, 5,000 at once", burst)):
+        print(f"{name:<32}{_ms(lags, 0.5):>8}{_ms(lags, 0.95):>8}{_ms(lags, 1.0):>8}")
+
+
+def _raw_wrong(path: Path, expected: dict[tuple, str]) -> int:
+    conn = sqlite3.connect(path)
+    got = {row[:4]: row[4] for row in conn.execute("SELECT user_id, subject, attribute, slot, value FROM raw_facts")}
+    conn.close()
+    wrong = 0
+    for (user, subject, attribute, slot), value in expected.items():
+        raw_value = got.get((user, subject, attribute, slot))
+        if raw_value is None or DEFAULT_ATTRIBUTES[attribute].normalise(raw_value) != value:
+            wrong += 1
+    return wrong
+
+
+if __name__ == "__main__":
+    main()

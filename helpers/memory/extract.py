@@ -1,0 +1,302 @@
+"""From one conversation turn to fact candidates with provenance, and on to the store (lesson 10).
+
+Two write paths: explicit corrections are committed synchronously (before the assistant
+confirms anything); ordinary candidates may go through ``BackgroundWriter``, a queue drained
+by one thread in batches (one transaction per batch). ``flush()`` waits for it; how long a
+queued statement takes to become readable is measured in ``benchmarks/facts_ingest.py``.
+
+Two extractors share one output, a list of ``Candidate``:
+
+* online (``client=`` given): one chat completion with ``response_format={"type": "json_object"}``;
+  the reply must match ``EXTRACTION_SCHEMA`` exactly (``parse_extraction``). Anything malformed
+  gives no candidates and a logged reason - never a guess.
+* offline (default): ``extract_with_rules``, the regular expressions in ``RULES`` below.
+
+Provenance: a user turn is source ``chat:<user_id>`` (kind ``user``), an assistant turn is
+``assistant:<user_id>`` (kind ``assistant``); the version is the turn's ``seq``, a number that
+only grows for this user (a message counter or a millisecond timestamp), so a retried event has
+the same version and a later statement a higher one.
+
+Switches: ``save_user_messages_to_memory=True`` and ``save_ai_messages_to_memory=False`` by default:
+raw assistant messages are not written; if enabled they become ``assistant`` proposals, which the
+writer records as ineligible anyway.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from helpers.memory.facts import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, Decision, FactMemory, FactMemoryError
+
+log = logging.getLogger(__name__)
+
+
+class ExtractionError(ValueError):
+    """Extraction was called in a way that cannot work (e.g. a client without a model name)."""
+
+
+class FactWriteError(FactMemoryError):
+    """Queued candidates did not reach the database (they were not stored); resubmit them."""
+
+
+_WINDOW = r"(?P<value>mornings?|afternoons?|evenings?)"
+_DELIVERIES = r"(?:deliveries|delivery|packages|parcels|orders)"
+_UNTIL_SENTENCE_END = r"(?P<value>[^\n!?]+?)\s*(?=[.!?](?:\s|$)|\n|$)"
+
+# (attribute, pattern). Case-insensitive. A pattern captures ``value``; the writer normalises it.
+RULES: tuple[tuple[str, str], ...] = (
+    # "I prefer deliveries in the morning", "I'd like my packages to arrive in the evenings"
+    ("delivery_window", r"\bi(?:\s+would|'d)?\s+(?:prefer|like|want)\s+(?:my\s+|the\s+)?" + _DELIVERIES
+     + r"\s+(?:to\s+(?:arrive|come)\s+)?(?:in\s+the\s+|during\s+the\s+|on\s+)?" + _WINDOW),
+    # "Mornings work best for deliveries", "evenings suit me better for delivery"
+    ("delivery_window", r"\b" + _WINDOW + r"\s+(?:work|works|suit|suits|are|is)\s+(?:me\s+)?(?:best|better)\s+for\s+"
+     + _DELIVERIES),
+    # "actually, make that evenings" / "change it to the afternoon": only a time-of-day word counts
+    ("delivery_window", r"\b(?:make|change|switch)\s+(?:that|it)\s+(?:to\s+)?(?:the\s+)?" + _WINDOW + r"\b"),
+    # "my address is 12 Elm Street", "my new shipping address is ..." (up to the first ". ", so
+    # "12 Elm St. Apt 4" yields "12 Elm St": a known limit of rules that the LLM extractor does not have)
+    ("shipping_address", r"\bmy\s+(?:new\s+)?(?:shipping\s+|delivery\s+|home\s+)?address\s+is\s+(?:now\s+)?"
+     + _UNTIL_SENTENCE_END),
+    # "contact me by email", "reach me via text"
+    ("preferred_contact", r"\b(?:contact|reach|message)\s+me\s+(?:by|via|through|over|on)\s+"
+     r"(?P<value>e-?mail|text(?:\s+messages?)?|sms|phone)\b"),
+    # "I'm allergic to peanuts and shellfish" (a list splits into one candidate per item)
+    ("allergy", r"\bi(?:'m|\s+am)\s+allergic\s+to\s+(?P<value>[a-z][a-z ,-]*?)"
+     r"(?=\s*(?:[.;!?\n]|,?\s+(?:but|so)\b|$))"),
+)
+# What an assistant claims to have done: "I have updated your address to 9 Oak Ave."
+CLAIM_RULE = (r"\bi(?:'ve|\s+have)\s+(?:updated|changed|set|saved)\s+your\s+(?P<what>delivery\s+window|delivery\s+time|"
+              r"(?:shipping\s+)?address|contact\s+preference)\s+to\s+" + _UNTIL_SENTENCE_END)
+_CLAIMED = {"delivery window": "delivery_window", "delivery time": "delivery_window", "address": "shipping_address",
+            "shipping address": "shipping_address", "contact preference": "preferred_contact"}
+# A turn containing one of these cues marks its candidates as explicit corrections (written synchronously).
+CORRECTION_CUES = r"\b(?:actually|correction|scratch\s+that|instead|no\s+wait|(?:make|change|switch)\s+(?:that|it)|" \
+                  r"new\s+address|i(?:'ve|\s+have)?\s+moved)\b"
+_LIST_SPLIT = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+)\s*")
+
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["facts"],
+    "properties": {"facts": {"type": "array", "maxItems": 20, "items": {
+        "type": "object", "additionalProperties": False,
+        "required": ["subject", "attribute", "value", "correction", "evidence"],
+        "properties": {"subject": {"type": "string"}, "attribute": {"type": "string"},
+                       "value": {"type": "string"}, "correction": {"type": "boolean"},
+                       "evidence": {"type": "string"}}}}},
+}
+_ITEM_KEYS = {"subject": str, "attribute": str, "value": str, "correction": bool, "evidence": str}
+PROMPT = ("Extract durable facts the speaker states about themselves. Reply with one JSON object matching this "
+          "JSON Schema and nothing else:\n{schema}\nAllowed attributes:\n{attributes}\nUse subject \"user\". Set "
+          "correction to true when the speaker changes something they said before. Quote the words you used as "
+          "evidence. If there is nothing durable, reply {{\"facts\": []}}.")
+
+
+@dataclass
+class Extraction:
+    """Candidates from one turn, how they were found, and why any were dropped."""
+
+    candidates: list[Candidate]
+    method: str  # "rules", "llm" or "skipped"
+    problems: list[str] = field(default_factory=list)
+
+
+def _source(role: str, user_id: str) -> tuple[str, str]:
+    return (f"chat:{user_id}", "user") if role == "user" else (f"assistant:{user_id}", "assistant")
+
+
+def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[Candidate]:
+    """The offline extractor: apply ``RULES`` (and ``CLAIM_RULE`` for assistant turns); last mention per key wins."""
+    source_id, kind = _source(role, user_id)
+    explicit = re.search(CORRECTION_CUES, text, re.IGNORECASE) is not None
+    found: list[tuple[int, str, str, str]] = []
+    rules = list(RULES) + ([("", CLAIM_RULE)] if role == "assistant" else [])
+    for attribute, pattern in rules:
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            name = attribute or _CLAIMED[" ".join(match.group("what").lower().split())]
+            values = _LIST_SPLIT.split(match.group("value")) if name == "allergy" else [match.group("value")]
+            for value in filter(None, (v.strip() for v in values)):
+                found.append((match.start(), name, value, match.group(0).strip()))
+    latest: dict[tuple[str, str], Candidate] = {}
+    for _, name, value, evidence in sorted(found, key=lambda item: item[0]):
+        spec = DEFAULT_ATTRIBUTES[name]
+        slot = spec.normalise(value) if spec.multi_valued else ""
+        latest[(name, slot)] = Candidate(user_id, "user", name, value, source_id, kind, seq, evidence, explicit)
+    return list(latest.values())
+
+
+def parse_extraction(content: Any, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Strictly validate a model reply against EXTRACTION_SCHEMA: (items, []) or ([], problems)."""
+    if not isinstance(content, str):
+        return [], [f"the reply has no text content (got {type(content).__name__})"]
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as err:
+        return [], [f"the reply is not JSON ({err.msg} at character {err.pos})"]
+    if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
+        return [], ['the reply must be an object with exactly one key, "facts", holding a list']
+    if len(data["facts"]) > EXTRACTION_SCHEMA["properties"]["facts"]["maxItems"]:
+        return [], [f"the reply lists {len(data['facts'])} facts; at most 20 are accepted"]
+    problems = []
+    for index, item in enumerate(data["facts"]):
+        if not isinstance(item, dict) or set(item) != set(_ITEM_KEYS):
+            keys = sorted(item) if isinstance(item, dict) else type(item).__name__
+            problems.append(f"facts[{index}] must have exactly the keys {sorted(_ITEM_KEYS)} (got {keys})")
+            continue
+        problems += [f"facts[{index}].{key} must be a {kind.__name__}" for key, kind in _ITEM_KEYS.items()
+                     if not isinstance(item[key], kind)]
+        if isinstance(item["attribute"], str) and item["attribute"] not in attributes:
+            problems.append(f"facts[{index}].attribute {item['attribute']!r} is not one of {sorted(attributes)}")
+    return ([], problems) if problems else (data["facts"], [])
+
+
+def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id: str, seq: int,
+                      attributes: Mapping[str, AttributeSpec]) -> Extraction:
+    described = "\n".join(f"- {name}: {spec.description}" + (f" (one of {', '.join(sorted(spec.allowed))})"
+                                                             if spec.allowed else "")
+                          for name, spec in attributes.items())
+    messages = [{"role": "system", "content": PROMPT.format(schema=json.dumps(EXTRACTION_SCHEMA),
+                                                            attributes=described)},
+                {"role": "user", "content": text}]
+    try:
+        response = client.chat.completions.create(model=model, messages=messages, temperature=0,
+                                                  response_format={"type": "json_object"})
+        content = response.choices[0].message.content
+    except Exception as err:  # any transport or API failure: no candidates, one logged reason
+        problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
+    else:
+        items, problems = parse_extraction(content, attributes)
+        if not problems:
+            source_id, kind = _source(role, user_id)
+            return Extraction([Candidate(user_id, i["subject"], i["attribute"], i["value"], source_id, kind, seq,
+                                         i["evidence"], i["correction"]) for i in items], "llm")
+    for problem in problems:
+        log.warning("fact extraction for %s turn %s dropped: %s", user_id, seq, problem)
+    return Extraction([], "llm", problems)
+
+
+def extract_candidates(turn: Mapping[str, Any], *, user_id: str, seq: int, client: Any = None,
+                       model: str | None = None, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES,
+                       save_user_messages_to_memory: bool = True,
+                       save_ai_messages_to_memory: bool = False) -> Extraction:
+    """Candidates from one ``{"role", "content"}`` turn: LLM if ``client`` is given, else the offline rules."""
+    role, text = turn.get("role"), turn.get("content")
+    if role not in ("user", "assistant") or not isinstance(text, str):
+        return Extraction([], "skipped", [f"only user and assistant turns with text are extracted (got role {role!r}); "
+                                          "write tool results directly as Candidate(source_kind='tool')"])
+    if role == "user" and not save_user_messages_to_memory:
+        return Extraction([], "skipped", ["user messages are not saved (save_user_messages_to_memory=False)"])
+    if role == "assistant" and not save_ai_messages_to_memory:
+        return Extraction([], "skipped", ["raw assistant messages are not saved (save_ai_messages_to_memory=False)"])
+    if client is not None:
+        if not model:
+            raise ExtractionError("extract_candidates(client=...) also needs model='...' (the chat model to ask)")
+        return _extract_with_llm(client, model, text, role=role, user_id=user_id, seq=seq, attributes=attributes)
+    return Extraction(extract_with_rules(text, role=role, user_id=user_id, seq=seq), "rules")
+
+
+class BackgroundWriter:
+    """A queue of candidates drained by one daemon thread, ``batch_size`` per transaction."""
+
+    def __init__(self, memory: FactMemory, *, batch_size: int = 256):
+        self.memory, self.batch_size = memory, max(1, batch_size)
+        self._queue: queue.Queue = queue.Queue()
+        self._cond = threading.Condition()
+        self._pending = 0
+        self._failures: list[BaseException] = []
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def submit(self, candidate: Candidate | Mapping[str, Any]) -> "Future[Decision]":
+        """Queue a candidate; the future resolves to its Decision once the batch is committed."""
+        future: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise FactWriteError("this BackgroundWriter is closed; create a new one to queue more candidates")
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="fact-writer", daemon=True)
+                self._thread.start()
+        self._queue.put((candidate, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while batch[-1] is not None and len(batch) < self.batch_size:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = batch[-1] is None
+            batch = [item for item in batch if item is not None]
+            if batch:
+                self._write(batch)
+            if stop:
+                return
+
+    def _write(self, batch: list[tuple[Any, Future]]) -> None:
+        try:
+            decisions = self.memory.write_many([candidate for candidate, _ in batch])
+        except Exception as err:  # reported through the futures and flush()
+            log.warning("background fact batch of %d failed: %s", len(batch), err)
+            for _, future in batch:
+                future.set_exception(err)
+            with self._cond:
+                self._failures.append(err)
+        else:
+            for (_, future), decision in zip(batch, decisions):
+                future.set_result(decision)
+        with self._cond:
+            self._pending -= len(batch)
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued candidate is committed; raise FactWriteError if any batch failed."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._pending == 0, timeout):
+                raise FactWriteError(f"{self._pending} queued candidates were still not committed after {timeout}s; "
+                                     "call flush() again or raise the timeout")
+            failures, self._failures = self._failures, []
+        if failures:
+            raise FactWriteError(f"{len(failures)} background batch(es) failed and were not stored (first: "
+                                 f"{failures[0]}); resubmit those candidates")
+
+    def close(self) -> None:
+        """Write what is queued, then stop the thread (raises like flush() if a batch failed)."""
+        with self._cond:
+            self._closed, thread = True, self._thread
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+        self.flush(0)
+
+    def __enter__(self) -> "BackgroundWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class IngestReport:
+    """What happened to one turn: extraction, decisions committed now, and futures for queued candidates."""
+
+    extraction: Extraction
+    written: list[Decision]
+    queued: list["Future[Decision]"]
+
+
+def ingest_turn(memory: FactMemory, turn: Mapping[str, Any], *, user_id: str, seq: int,
+                background: BackgroundWriter | None = None, **options: Any) -> IngestReport:
+    """Extract a turn; corrections (and everything, without ``background``) are committed before returning."""
+    extraction = extract_candidates(turn, user_id=user_id, seq=seq, **options)
+    queued = [c for c in extraction.candidates if background is not None and not c.explicit_correction]
+    now_items = [c for c in extraction.candidates if all(c is not q for q in queued)]
+    written = memory.write_many(now_items) if now_items else []
+    return IngestReport(extraction, written, [background.submit(c) for c in queued] if background else [])

@@ -1,0 +1,558 @@
+"""Durable facts (lesson 10): store, schema, one test per write rule, extraction, sync and background paths."""
+import json
+import logging
+import sqlite3
+
+import httpx2
+import openai
+import pytest
+
+from helpers.memory.extract import (
+    BackgroundWriter, ExtractionError, FactWriteError, extract_candidates, extract_with_rules, ingest_turn,
+    parse_extraction,
+)
+from helpers.memory.facts import (
+    DEFAULT_ATTRIBUTES, Candidate, FactMemory, FactResolutionError, check_candidate, format_facts,
+    normalise_text,
+)
+from helpers.memory.facts_store import MIGRATIONS, FactStoreError, SQLiteFactStore
+
+# A second backend (PostgreSQL, say) adds a factory here and inherits every test in this file.
+STORES = {"sqlite": lambda tmp_path: SQLiteFactStore(str(tmp_path / "facts.db"))}
+
+
+@pytest.fixture(params=sorted(STORES))
+def memory(request, tmp_path):
+    memory = FactMemory(STORES[request.param](tmp_path))
+    yield memory
+    memory.close()
+
+
+def said(value, version, *, source="chat:u1", kind="user", attribute="delivery_window", user="u1", subject="user"):
+    return Candidate(user, subject, attribute, value, source, kind, version, evidence=f"said {value}")
+
+
+def active_values(memory, user="u1"):
+    return {(f.attribute, f.value) for f in memory.active_facts(user)}
+
+
+# --- store ---------------------------------------------------------------------------------------------------
+
+def test_migration_creates_exactly_these_columns(tmp_path):
+    SQLiteFactStore(str(tmp_path / "f.db")).close()
+    conn = sqlite3.connect(tmp_path / "f.db")
+    columns = {table: [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))]
+               for table in ("facts", "provenance", "audit", "schema_migrations")}
+    assert columns == {
+        "facts": ["id", "user_id", "subject", "attribute", "slot", "value", "value_key", "status", "superseded_by",
+                  "created_at", "updated_at"],
+        "provenance": ["fact_id", "source_id", "source_kind", "source_version", "evidence", "recorded_at",
+                       "withdrawn_at"],
+        "audit": ["id", "user_id", "subject", "attribute", "value", "source_id", "source_kind", "source_version",
+                  "outcome", "reason", "fact_id", "support", "decided_at"],
+        "schema_migrations": ["version", "name", "applied_at"],
+    }
+
+
+def test_reopening_does_not_reapply_migrations(tmp_path):
+    for _ in range(2):
+        store = SQLiteFactStore(str(tmp_path / "f.db"))
+        assert store.schema_version() == MIGRATIONS[-1][0]
+        store.close()
+    conn = sqlite3.connect(tmp_path / "f.db")
+    assert conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_sqlite_store_uses_wal_and_a_busy_timeout(tmp_path):
+    store = SQLiteFactStore(str(tmp_path / "f.db"), timeout=7.5)
+    conn = store._conn()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 7500
+    store.close()
+
+
+def test_in_memory_store_runs_the_same_rules():
+    memory = FactMemory(SQLiteFactStore(":memory:"))
+    assert memory.write(said("morning", 1)).outcome == "insert"
+    assert memory.write(said("morning", 1)).outcome == "noop"
+    memory.close()
+
+
+def test_closed_store_says_how_to_continue(tmp_path):
+    store = SQLiteFactStore(str(tmp_path / "f.db"))
+    store.close()
+    with pytest.raises(FactStoreError, match="open a new one"):
+        store.read_audit("u1")
+
+
+# --- schema and normaliser -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("attribute, a, b", [
+    ("delivery_window", "mornings", "In the morning."),
+    ("delivery_window", "Evening deliveries", "evening"),
+    ("delivery_window", "before noon", "morning"),
+    ("shipping_address", "12 Elm Street, Apt 4", "12 elm st apt 4"),
+    ("shipping_address", "12  ELM   Street", "12 Elm St."),
+    ("preferred_contact", "E-mail", "email"),
+    ("preferred_contact", "text message", "SMS"),
+])
+def test_normaliser_maps_documented_paraphrases_to_one_value(attribute, a, b):
+    spec = DEFAULT_ATTRIBUTES[attribute]
+    assert spec.normalise(a) == spec.normalise(b)
+
+
+@pytest.mark.parametrize("attribute, a, b", [
+    ("delivery_window", "morning", "evening"),
+    ("shipping_address", "12 Elm Street", "21 Elm Street"),
+    ("preferred_contact", "email", "phone"),
+])
+def test_normaliser_keeps_different_values_apart(attribute, a, b):
+    spec = DEFAULT_ATTRIBUTES[attribute]
+    assert spec.normalise(a) != spec.normalise(b)
+
+
+def test_normalise_text_folds_case_punctuation_and_spaces():
+    assert normalise_text("  Don't   SHIP—before\tNoon!! ") == "dont ship before noon"
+
+
+@pytest.mark.parametrize("broken, problem", [
+    (said("morning", 1, attribute="favourite_colour"), "unknown attribute"),
+    (said("at midnight", 1), "is not a delivery_window"),
+    (said("   ", 1), "value must be a non-empty string"),
+    (said("!!!", 1, attribute="shipping_address"), "has no letters or digits"),
+    (said("morning", -1), "source_version must be a whole number"),
+    (said("morning", "2"), "source_version must be a whole number"),
+    (said("morning", 1, kind="robot"), "source_kind must be one of"),
+    (said("morning", 1, user=""), "user_id must be a non-empty string"),
+    (said("x" * 301, 1, attribute="shipping_address"), "the limit is 300"),
+])
+def test_malformed_candidate_is_rejected_audited_and_never_stored(memory, broken, problem):
+    decision = memory.write(broken)
+    assert decision.outcome == "rejected" and problem in decision.reason
+    assert decision.fact_id is None
+    user = broken.user_id
+    assert memory.store.read_facts(user, ("active", "conflict", "ineligible", "superseded")) == []
+    assert [(e.outcome, e.reason) for e in memory.audit(user)] == [("rejected", decision.reason)]
+
+
+@pytest.mark.parametrize("candidate", [
+    said("mornings", 1), said(" In the Evening ", 2), said("peanuts", 3, attribute="allergy"),
+    said("morning", 1, kind="assistant"), said("noon", 1), said("morning", True), said("", 1),
+    said("morning", 1, user="  "), said("x" * 301, 1, attribute="shipping_address"),
+])
+def test_candidate_objects_and_mappings_get_the_same_verdict(candidate):
+    fast, fast_problems = check_candidate(candidate)
+    slow, slow_problems = check_candidate(dict(vars(candidate)))
+    assert fast == slow and bool(fast_problems) == bool(slow_problems)
+
+
+def test_mapping_with_an_unexpected_field_is_rejected(memory):
+    item = {"user_id": "u1", "subject": "user", "attribute": "delivery_window", "value": "morning",
+            "source_id": "chat:u1", "source_version": 1, "confidence": 0.9}
+    decision = memory.write(item)
+    assert decision.outcome == "rejected" and "unexpected field 'confidence'" in decision.reason
+
+
+def test_well_formed_mapping_is_accepted(memory):
+    item = {"user_id": "u1", "subject": "user", "attribute": "delivery_window", "value": "morning",
+            "source_id": "chat:u1", "source_kind": "user", "source_version": 1}
+    assert memory.write(item).outcome == "insert"
+
+
+def test_something_that_is_not_a_candidate_is_rejected(memory):
+    decision = memory.write(42)
+    assert decision.outcome == "rejected" and "expected a Candidate or a mapping, got int" in decision.reason
+
+
+# --- the write rules -----------------------------------------------------------------------------------------
+
+def test_first_statement_is_inserted_with_its_provenance(memory):
+    decision = memory.write(said("mornings", 1))
+    assert (decision.outcome, decision.reason, decision.support) == ("insert", "new fact", 1)
+    [fact] = memory.active_facts("u1")
+    assert (fact.value, fact.value_key, fact.status) == ("mornings", "morning", "active")
+    [prov] = fact.provenance
+    assert (prov.source_id, prov.source_kind, prov.source_version, prov.evidence) == ("chat:u1", "user", 1,
+                                                                                      "said mornings")
+
+
+def test_replayed_event_is_a_noop_and_support_stays_one(memory):
+    memory.write(said("morning", 1))
+    replays = [memory.write(said("morning", 1)) for _ in range(3)]
+    assert [d.outcome for d in replays] == ["noop"] * 3
+    assert all("replay" in d.reason for d in replays)
+    [fact] = memory.active_facts("u1")
+    assert fact.support == 1 and len(fact.provenance) == 1
+
+
+def test_paraphrase_from_the_same_source_is_a_noop(memory):
+    memory.write(said("I'd like mornings", 1, attribute="shipping_address"))
+    memory.write(said("morning", 1))
+    decision = memory.write(said("In the mornings!", 4))
+    assert decision.outcome == "noop" and "paraphrase" in decision.reason
+    assert [f.support for f in memory.active_facts("u1") if f.attribute == "delivery_window"] == [1]
+
+
+def test_matching_value_from_an_independent_source_adds_one_support(memory):
+    memory.write(said("12 Elm Street", 1, attribute="shipping_address"))
+    decision = memory.write(said("12 elm st.", 3, source="crm", kind="tool", attribute="shipping_address"))
+    assert decision.outcome == "insert" and decision.support == 2 and "support 1 -> 2" in decision.reason
+    [fact] = memory.active_facts("u1")
+    assert fact.value == "12 Elm Street" and fact.supporters == {"chat:u1", "crm"}
+
+
+def test_independent_source_counts_once_however_often_it_repeats(memory):
+    memory.write(said("12 Elm Street", 1, attribute="shipping_address"))
+    for version in (3, 3, 4):
+        memory.write(said("12 Elm St", version, source="crm", kind="tool", attribute="shipping_address"))
+    assert [f.support for f in memory.active_facts("u1")] == [2]
+
+
+def test_higher_version_from_the_same_source_is_a_correction_kept_as_history(memory):
+    first = memory.write(said("morning", 1))
+    decision = memory.write(said("evenings", 5))
+    assert decision.outcome == "correction" and decision.superseded == (first.fact_id,)
+    assert active_values(memory) == {("delivery_window", "evenings")}
+    [old] = memory.history("u1")
+    assert (old.value, old.status, old.superseded_by) == ("morning", "superseded", decision.fact_id)
+
+
+def test_older_version_arriving_after_a_correction_is_a_stale_noop(memory):
+    memory.write(said("morning", 1))
+    memory.write(said("evening", 5))
+    decision = memory.write(said("morning", 3))
+    assert decision.outcome == "noop" and decision.reason.startswith("stale")
+    assert active_values(memory) == {("delivery_window", "evening")}
+
+
+def test_older_version_arriving_first_is_corrected_by_the_newer_one_regardless_of_order(memory):
+    memory.write(said("evening", 5))
+    assert memory.write(said("morning", 1)).outcome == "noop"
+    assert active_values(memory) == {("delivery_window", "evening")}
+
+
+def test_same_version_with_a_different_value_is_a_noop(memory):
+    memory.write(said("morning", 2))
+    assert memory.write(said("evening", 2)).outcome == "noop"
+    assert active_values(memory) == {("delivery_window", "morning")}
+
+
+def test_assistant_proposal_is_recorded_as_ineligible_and_not_active(memory):
+    decision = memory.write(said("9 Oak Ave", 7, source="assistant:u1", kind="assistant",
+                                 attribute="shipping_address"))
+    assert decision.outcome == "rejected" and "ineligible" in decision.reason
+    assert memory.active_facts("u1") == []
+    [proposal] = memory.ineligible("u1")
+    assert (proposal.value, proposal.support) == ("9 Oak Ave", 0)
+
+
+def test_assistant_proposal_cannot_replace_the_active_value(memory):
+    memory.write(said("12 Elm Street", 1, attribute="shipping_address"))
+    memory.write(said("9 Oak Ave", 7, source="assistant:u1", kind="assistant", attribute="shipping_address"))
+    assert active_values(memory) == {("shipping_address", "12 Elm Street")}
+
+
+def test_assistant_restating_the_active_value_adds_no_support(memory):
+    memory.write(said("morning", 1))
+    decision = memory.write(said("mornings", 2, source="assistant:u1", kind="assistant"))
+    assert decision.outcome == "noop" and decision.support == 1
+    assert [f.support for f in memory.active_facts("u1")] == [1]
+
+
+def test_user_statement_promotes_the_matching_proposal(memory):
+    memory.write(said("9 Oak Ave", 7, source="assistant:u1", kind="assistant", attribute="shipping_address"))
+    decision = memory.write(said("9 Oak Avenue", 8, attribute="shipping_address"))
+    assert decision.outcome == "insert" and "assistant proposal" in decision.reason
+    assert memory.ineligible("u1") == []
+    [fact] = memory.active_facts("u1")
+    assert fact.value == "9 Oak Ave" and fact.support == 1
+
+
+def test_disagreeing_authoritative_sources_make_a_conflict_kept_out_of_active_facts(memory):
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    decision = memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    assert decision.outcome == "conflict" and "crm" in decision.reason
+    assert memory.active_facts("u1") == []
+    assert {f.value for f in memory.conflicts("u1")} == {"12 Elm Street", "48 Harbor Road"}
+
+
+def test_resolve_activates_the_chosen_value_and_audits_who_chose(memory):
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    decision = memory.resolve("u1", "user", "shipping_address", "48 harbor rd", reviewer="agent:sam",
+                              note="customer confirmed by phone")
+    assert decision.outcome == "correction"
+    assert active_values(memory) == {("shipping_address", "48 Harbor Road")}
+    assert memory.conflicts("u1") == []
+    last = memory.audit("u1")[-1]
+    assert (last.source_id, last.source_kind) == ("agent:sam", "reviewer") and "phone" in last.reason
+
+
+def test_resolve_without_an_open_conflict_says_where_to_look(memory):
+    memory.write(said("morning", 1))
+    with pytest.raises(FactResolutionError, match="conflicts"):
+        memory.resolve("u1", "user", "delivery_window", "morning", reviewer="agent:sam")
+
+
+def test_resolve_with_a_value_not_in_the_conflict_lists_the_choices(memory):
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    with pytest.raises(FactResolutionError, match="Harbor"):
+        memory.resolve("u1", "user", "shipping_address", "1 Nowhere Lane", reviewer="agent:sam")
+
+
+def test_source_revising_to_agree_settles_the_conflict(memory):
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    decision = memory.write(said("12 Elm St", 9, source="orders", kind="tool", attribute="shipping_address"))
+    assert decision.outcome == "correction" and "settled" in decision.reason
+    [fact] = memory.active_facts("u1")
+    assert fact.value == "12 Elm Street" and fact.supporters == {"crm", "orders"}
+
+
+def test_correcting_a_value_another_source_still_backs_is_a_conflict(memory):
+    memory.write(said("12 Elm Street", 1, attribute="shipping_address"))
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    decision = memory.write(said("9 Oak Avenue", 6, attribute="shipping_address"))
+    assert decision.outcome == "conflict"
+    elm = next(f for f in memory.conflicts("u1") if f.value == "12 Elm Street")
+    assert elm.supporters == {"crm"}
+    assert {p.source_id for p in elm.provenance} == {"chat:u1", "crm"}  # withdrawn, not deleted
+
+
+def test_values_of_a_multi_valued_attribute_do_not_compete(memory):
+    memory.write(said("peanuts", 1, attribute="allergy"))
+    decision = memory.write(said("shellfish", 2, attribute="allergy"))
+    assert decision.outcome == "insert"
+    assert memory.write(said("Peanuts!", 3, attribute="allergy")).outcome == "noop"
+    assert active_values(memory) == {("allergy", "peanuts"), ("allergy", "shellfish")}
+
+
+def test_every_decision_is_audited_in_order(memory):
+    outcomes = [memory.write(c).outcome for c in (
+        said("morning", 1), said("morning", 1), said("evening", 2), said("noon", 3),
+        said("9 Oak Ave", 4, source="assistant:u1", kind="assistant", attribute="shipping_address"))]
+    assert [e.outcome for e in memory.audit("u1")] == outcomes == [
+        "insert", "noop", "correction", "rejected", "rejected"]
+
+
+def test_a_batch_is_decided_in_order_inside_one_transaction(memory):
+    decisions = memory.write_many([said("morning", 1), said("morning", 1), said("evening", 2), said("morning", 1)])
+    assert [d.outcome for d in decisions] == ["insert", "noop", "correction", "noop"]
+    assert active_values(memory) == {("delivery_window", "evening")}
+
+
+def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch):
+    from helpers.memory import facts_store
+
+    def broken_save(self, changes):
+        original_save(self, changes)
+        raise sqlite3.OperationalError("disk I/O error (simulated after the writes)")
+
+    original_save = facts_store._SQLiteTransaction.save
+    monkeypatch.setattr(facts_store._SQLiteTransaction, "save", broken_save)
+    with pytest.raises(FactStoreError, match="rolled back"):
+        memory.write(said("morning", 1))
+    monkeypatch.undo()
+    assert memory.active_facts("u1") == [] and memory.audit("u1") == []
+
+
+def test_users_are_isolated(memory):
+    memory.write(said("morning", 1))
+    memory.write(said("evening", 1, user="u2", source="chat:u2"))
+    memory.write(said("12 Elm St", 2, source="crm", kind="tool", attribute="shipping_address", user="u2"))
+    assert active_values(memory, "u1") == {("delivery_window", "morning")}
+    assert active_values(memory, "u2") == {("delivery_window", "evening"), ("shipping_address", "12 Elm St")}
+    assert {e.user_id for e in memory.audit("u1")} == {"u1"}
+
+
+def test_same_source_id_for_another_user_is_a_different_key(memory):
+    memory.write(said("morning", 5, source="crm", kind="tool"))
+    assert memory.write(said("evening", 1, source="crm", kind="tool", user="u2")).outcome == "insert"
+
+
+def test_timestamps_come_from_the_workshop_clock(memory, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_NOW", "2027-03-04T05:06:07+00:00")
+    memory.write(said("morning", 1))
+    [fact] = memory.active_facts("u1")
+    assert fact.created_at.startswith("2027-03-03T21:06:07")  # shown in America/Los_Angeles
+    assert memory.audit("u1")[0].decided_at == fact.created_at
+
+
+def test_format_facts_lists_each_value_with_its_sources(memory):
+    memory.write(said("12 Elm Street", 1, attribute="shipping_address"))
+    memory.write(said("12 Elm St", 2, source="crm", kind="tool", attribute="shipping_address"))
+    memory.write(said("evenings", 3))
+    text = format_facts(memory.active_facts("u1"))
+    assert text.splitlines() == ["Known facts about the user:",
+                                 "- delivery window: evenings (source: chat:u1)",
+                                 "- shipping address: 12 Elm Street (source: chat:u1, crm)"]
+
+
+def test_format_facts_says_when_nothing_is_known():
+    assert format_facts([]) == "Known facts about the user: none recorded."
+
+
+# --- extraction ----------------------------------------------------------------------------------------------
+
+def user_turn(text):
+    return {"role": "user", "content": text}
+
+
+def test_rules_extract_a_delivery_preference_with_provenance():
+    [c] = extract_candidates(user_turn("Hi! I prefer deliveries in the morning."), user_id="u1", seq=3).candidates
+    assert (c.attribute, c.value, c.source_id, c.source_kind, c.source_version) == (
+        "delivery_window", "morning", "chat:u1", "user", 3)
+    assert c.evidence == "I prefer deliveries in the morning" and not c.explicit_correction
+
+
+def test_rules_mark_an_explicit_correction():
+    [c] = extract_with_rules("Actually, make that evenings.", role="user", user_id="u1", seq=9)
+    assert (c.attribute, c.value, c.explicit_correction) == ("delivery_window", "evenings", True)
+
+
+def test_rules_extract_address_contact_and_each_allergy():
+    text = "My address is 12 Elm Street. Please contact me by e-mail. I'm allergic to peanuts and shellfish."
+    found = {(c.attribute, c.value) for c in extract_with_rules(text, role="user", user_id="u1", seq=1)}
+    assert found == {("shipping_address", "12 Elm Street"), ("preferred_contact", "e-mail"),
+                     ("allergy", "peanuts"), ("allergy", "shellfish")}
+
+
+def test_rules_keep_only_the_last_mention_of_a_key_in_one_turn():
+    found = extract_with_rules("I prefer deliveries in the morning - no wait, make that evenings.",
+                               role="user", user_id="u1", seq=1)
+    assert [(c.attribute, c.value) for c in found] == [("delivery_window", "evenings")]
+
+
+def test_small_talk_yields_no_candidates():
+    assert extract_candidates(user_turn("Thanks, that's all for today!"), user_id="u1", seq=1).candidates == []
+
+
+def test_assistant_messages_are_not_saved_by_default():
+    turn = {"role": "assistant", "content": "I have updated your address to 9 Oak Ave."}
+    result = extract_candidates(turn, user_id="u1", seq=4)
+    assert result.candidates == [] and "save_ai_messages_to_memory=False" in result.problems[0]
+
+
+def test_enabled_assistant_messages_become_ineligible_proposals(memory):
+    turn = {"role": "assistant", "content": "I have updated your address to 9 Oak Ave."}
+    [c] = extract_candidates(turn, user_id="u1", seq=4, save_ai_messages_to_memory=True).candidates
+    assert (c.source_kind, c.source_id, c.attribute, c.value) == ("assistant", "assistant:u1", "shipping_address",
+                                                                  "9 Oak Ave")
+    assert memory.write(c).outcome == "rejected" and memory.active_facts("u1") == []
+
+
+def test_user_messages_can_be_switched_off():
+    result = extract_candidates(user_turn("I prefer deliveries in the morning."), user_id="u1", seq=1,
+                                save_user_messages_to_memory=False)
+    assert result.candidates == [] and result.method == "skipped"
+
+
+def test_tool_turns_are_not_extracted_and_the_reason_says_what_to_do():
+    result = extract_candidates({"role": "tool", "content": "{}"}, user_id="u1", seq=1)
+    assert result.candidates == [] and "Candidate(source_kind='tool')" in result.problems[0]
+
+
+def fake_llm(reply, seen=None, status=200):
+    def handler(request):
+        if seen is not None:
+            seen.append(json.loads(request.content))
+        if status != 200:
+            return httpx2.Response(status, json={"error": {"message": "boom", "type": "server_error"}})
+        return httpx2.Response(200, json={
+            "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}]})
+    return openai.OpenAI(api_key="x", base_url="http://test/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+
+
+GOOD_ITEM = {"subject": "user", "attribute": "delivery_window", "value": "evenings", "correction": True,
+             "evidence": "make that evenings"}
+
+
+def test_llm_extraction_asks_for_a_json_object_and_keeps_provenance():
+    seen = []
+    client = fake_llm(json.dumps({"facts": [GOOD_ITEM]}), seen)
+    result = extract_candidates(user_turn("Actually, make that evenings."), user_id="u1", seq=9,
+                                client=client, model="m")
+    assert seen[0]["response_format"] == {"type": "json_object"} and seen[0]["model"] == "m"
+    [c] = result.candidates
+    assert (result.method, c.value, c.source_id, c.source_version, c.explicit_correction) == (
+        "llm", "evenings", "chat:u1", 9, True)
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("Sure! Here are the facts: evenings", "not JSON"),
+    (json.dumps([GOOD_ITEM]), 'exactly one key, "facts"'),
+    (json.dumps({"facts": [GOOD_ITEM], "notes": "x"}), 'exactly one key, "facts"'),
+    (json.dumps({"facts": [{**GOOD_ITEM, "confidence": 0.9}]}), "must have exactly the keys"),
+    (json.dumps({"facts": [{**GOOD_ITEM, "correction": "yes"}]}), "correction must be a bool"),
+    (json.dumps({"facts": [{**GOOD_ITEM, "attribute": "mood"}]}), "is not one of"),
+])
+def test_malformed_llm_reply_gives_no_candidates_and_a_logged_reason(reply, problem, caplog):
+    with caplog.at_level(logging.WARNING, logger="helpers.memory.extract"):
+        result = extract_candidates(user_turn("make that evenings"), user_id="u1", seq=1,
+                                    client=fake_llm(reply), model="m")
+    assert result.candidates == [] and any(problem in p for p in result.problems)
+    assert problem in caplog.text
+
+
+def test_one_bad_item_rejects_the_whole_reply():
+    items, problems = parse_extraction(json.dumps({"facts": [GOOD_ITEM, {**GOOD_ITEM, "value": 3}]}))
+    assert items == [] and problems == ["facts[1].value must be a str"]
+
+
+def test_failed_llm_call_gives_no_candidates_and_a_reason():
+    result = extract_candidates(user_turn("evenings please"), user_id="u1", seq=1,
+                                client=fake_llm("", status=500), model="m")
+    assert result.candidates == [] and "extraction call failed" in result.problems[0]
+
+
+def test_llm_extraction_needs_a_model_name():
+    with pytest.raises(ExtractionError, match="model="):
+        extract_candidates(user_turn("hi"), user_id="u1", seq=1, client=fake_llm("{}"))
+
+
+# --- synchronous and background paths ------------------------------------------------------------------------
+
+def test_ingest_writes_corrections_now_and_queues_the_rest(memory):
+    with BackgroundWriter(memory) as queue:
+        first = ingest_turn(memory, user_turn("I prefer deliveries in the morning."), user_id="u1", seq=1,
+                            background=queue)
+        assert first.written == [] and len(first.queued) == 1
+        queue.flush()
+        fix = ingest_turn(memory, user_turn("Actually, make that evenings."), user_id="u1", seq=2, background=queue)
+        assert [d.outcome for d in fix.written] == ["correction"] and fix.queued == []
+        assert active_values(memory) == {("delivery_window", "evenings")}  # readable before any flush
+
+
+def test_without_a_background_writer_everything_is_written_before_returning(memory):
+    report = ingest_turn(memory, user_turn("I prefer deliveries in the morning."), user_id="u1", seq=1)
+    assert [d.outcome for d in report.written] == ["insert"] and report.queued == []
+
+
+def test_flush_makes_queued_candidates_readable(memory):
+    queue = BackgroundWriter(memory, batch_size=4)
+    futures = [queue.submit(said(v, n, attribute="allergy")) for n, v in enumerate(["milk", "soy", "eggs"] * 3)]
+    queue.flush(timeout=10)
+    assert [f.result().outcome for f in futures] == ["insert"] * 3 + ["noop"] * 6
+    assert {v for _, v in active_values(memory)} == {"milk", "soy", "eggs"}
+    queue.close()
+
+
+def test_failed_background_batch_is_reported_by_flush(tmp_path):
+    memory = FactMemory(SQLiteFactStore(str(tmp_path / "f.db")))
+    queue = BackgroundWriter(memory)
+    memory.store.close()
+    future = queue.submit(said("morning", 1))
+    with pytest.raises(FactWriteError, match="resubmit"):
+        queue.flush(timeout=10)
+    assert isinstance(future.exception(), FactStoreError)
+    queue.close()
+
+
+def test_closed_background_writer_refuses_new_candidates(memory):
+    queue = BackgroundWriter(memory)
+    queue.close()
+    with pytest.raises(FactWriteError, match="closed"):
+        queue.submit(said("morning", 1))
