@@ -55,11 +55,62 @@ def _format_call(name: str, arguments: str) -> str:
     return f"{name}({shown})"
 
 
-def run_agent(question: str, messages: list[dict] | None = None, *, client=None, settings=None,
-              tools: list[str] | None = None, registry: dict[str, Tool] | None = None,
-              max_steps: int = MAX_STEPS, verbose: bool = False, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-              on_response: Callable[[int, object], None] | None = None, **chat_kwargs) -> AgentResult:
-    """Answer one question with tools, appending the whole turn to ``messages`` (rolled back on error)."""
+def _streamed_reply(stream):
+    """Read a streamed completion: yield text pieces as they arrive, rebuild tool calls by index.
+
+    Returns (assistant message dict, usage or None) as the generator's value.
+    """
+    content, calls, usage = [], {}, None
+    for chunk in stream:
+        if getattr(chunk, "usage", None):
+            usage = chunk.usage
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        if delta.content:
+            content.append(delta.content)
+            yield delta.content
+        for fragment in delta.tool_calls or []:
+            call = calls.setdefault(fragment.index, {"id": None, "name": "", "arguments": ""})
+            call["id"] = fragment.id or call["id"]
+            if fragment.function is not None:
+                call["name"] += fragment.function.name or ""
+                call["arguments"] += fragment.function.arguments or ""
+    message = {"role": "assistant", "content": "".join(content)}
+    if calls:
+        message["tool_calls"] = [{"id": c["id"], "type": "function",
+                                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                 for _, c in sorted(calls.items())]
+    return normalize_messages([message])[0], usage
+
+
+class _Streamed:
+    """The part of a response the callers of ``on_response`` read, for streamed replies."""
+
+    def __init__(self, message: dict, usage):
+        self.message, self.usage = message, usage
+
+
+def run_agent(question: str, messages: list[dict] | None = None, **options) -> AgentResult:
+    """Answer one question with tools, appending the whole turn to ``messages`` (rolled back on error).
+
+    Options are those of ``agent_turn``: client, settings, tools, registry, max_steps,
+    verbose, system_prompt, on_response, and any chat() keyword.
+    """
+    turn = agent_turn(question, messages, stream=False, **options)
+    while True:
+        try:
+            next(turn)
+        except StopIteration as done:
+            return done.value
+
+
+def agent_turn(question: str, messages: list[dict] | None = None, *, stream: bool = False, client=None,
+               settings=None, tools: list[str] | None = None, registry: dict[str, Tool] | None = None,
+               max_steps: int = MAX_STEPS, verbose: bool = False, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+               on_response: Callable[[int, object], None] | None = None, **chat_kwargs):
+    """The loop itself, as a generator: yields answer text as it arrives (``stream=True``) and
+    returns the AgentResult. Closing it early rolls the turn back like any other failure."""
     registry = REGISTRY if registry is None else registry
     schemas = tool_schemas(tools, registry)
     if messages is None:
@@ -72,11 +123,17 @@ def run_agent(question: str, messages: list[dict] | None = None, *, client=None,
         say(f"user    {_short(question)}")
         for step in range(1, max_steps + 1):
             sent = len(messages)
-            response = chat(messages, client=client, settings=settings, tools=schemas, **chat_kwargs)
+            if not stream:
+                response = chat(messages, client=client, settings=settings, tools=schemas, **chat_kwargs)
+                reply = normalize_messages([response.choices[0].message])[0]
+            else:
+                chunks = chat(messages, client=client, settings=settings, tools=schemas, stream=True,
+                              stream_options={"include_usage": True}, **chat_kwargs)
+                reply, streamed_usage = yield from _streamed_reply(chunks)
+                response = _Streamed(reply, streamed_usage)
             usage.append(response.usage)
-            if on_response is not None:
+            if on_response is not None and response.usage is not None:
                 on_response(sent, response)
-            reply = normalize_messages([response.choices[0].message])[0]
             messages.append(reply)
             calls = reply.get("tool_calls") or []
             if not calls:
@@ -89,9 +146,11 @@ def run_agent(question: str, messages: list[dict] | None = None, *, client=None,
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
                 marker = "  ✗ " if result.startswith('{"error"') else "  ← "
                 say(f"       {marker}{_short(result)}")
-        answer = (f"I stopped after {max_steps} step{'s' if max_steps != 1 else ''} without reaching an answer. The tools I used are "
-                  "listed above; please rephrase or ask a narrower question.")
+        answer = (f"I stopped after {max_steps} step{'s' if max_steps != 1 else ''} without reaching an answer. "
+                  "The tools I used are listed above; please rephrase or ask a narrower question.")
         messages.append({"role": "assistant", "content": answer})
+        if stream:
+            yield answer
         say(f"stop    step limit ({max_steps}) reached")
         return AgentResult(answer, messages, messages[start:], max_steps, "max_steps", usage)
     except BaseException:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from helpers.agent import MAX_STEPS, AgentResult, run_agent
+from helpers.agent import MAX_STEPS, AgentResult, agent_turn
 from helpers.history import DroppedTurn, TurnIndex, UsageLedger, approx_tokens
 
 SESSION_SYSTEM_PROMPT = (
@@ -170,6 +170,21 @@ class ChatSession:
 
     def chat(self, text: str) -> str:
         """Ask one question in this conversation; returns the answer (the list is rolled back on failure)."""
+        turn = self._turn(text, stream=False)
+        while True:
+            try:
+                next(turn)
+            except StopIteration as done:
+                return done.value
+
+    def stream(self, text: str):
+        """Like ``chat`` but yields the answer's text as it arrives (same loop, streamed requests).
+
+        Stopping the iteration early abandons the turn: it is rolled back, not half-kept.
+        """
+        return (yield from self._turn(text, stream=True))
+
+    def _turn(self, text: str, stream: bool):
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)
@@ -183,9 +198,9 @@ class ChatSession:
             self.stats.estimated_tokens.append(estimate)
             self.stats.turn_of_request.append(turn_number)
 
-        result: AgentResult = run_agent(
-            text, working, client=self.client, settings=self.settings, tools=self.tools, registry=self.registry,
-            max_steps=self.max_steps, verbose=self.verbose, on_response=record)
+        result: AgentResult = yield from agent_turn(
+            text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
+            registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
         self._index.extend(result.added)
         # The ledger now knows this turn's requests exactly: refresh those messages' costs.
         self._index.recount(tail=len(result.added) + 1 if self.turns else None)

@@ -1,20 +1,10 @@
-"""Test-wide settings: offline backend, a frozen clock, no prompts, no real key.
+"""Test-wide settings: see workshop_env.py (offline backend, frozen clock, no prompts, no real key)."""
+import pytest
 
-Environment variables set here also reach the notebook kernels that nbval starts,
-so committed notebook outputs are reproduced exactly.
-"""
-import os
+import workshop_env
 
-FROZEN_NOW = "2026-11-30T10:00:00-08:00"  # a Monday morning in Los Angeles
-
-os.environ["WORKSHOP_BACKEND"] = "offline"
-os.environ["WORKSHOP_NOW"] = FROZEN_NOW
-os.environ["WORKSHOP_NO_PROMPT"] = "1"
-os.environ["TQDM_DISABLE"] = "1"  # progress bars show timings, which differ on every run
-os.environ.pop("NVIDIA_API_KEY", None)
-os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-
-import pytest  # noqa: E402
+workshop_env.apply()
+FROZEN_NOW = workshop_env.FROZEN_NOW
 
 
 @pytest.fixture(autouse=True)

@@ -121,3 +121,20 @@ def test_orphan_from_a_broken_history_is_a_real_400():
     with pytest.raises(openai.BadRequestError, match="must be a response"):
         run_agent("q", history)
     assert len(history) == 1
+
+
+def test_streamed_turn_matches_the_plain_turn():
+    from helpers.agent import agent_turn
+
+    question = "When does the AI club meet, and how many days is that from now?"
+    plain = run_agent(question)
+    turn = agent_turn(question, stream=True)
+    pieces = []
+    while True:
+        try:
+            pieces.append(next(turn))
+        except StopIteration as done:
+            streamed = done.value
+            break
+    assert "".join(pieces) == plain.answer == streamed.answer
+    assert streamed.messages == plain.messages

@@ -100,3 +100,23 @@ def test_bad_limits_are_explained():
         ChatSession(max_turns=0)
     with pytest.raises(ValueError, match="max_tokens"):
         ChatSession(max_tokens=0)
+
+
+def test_stream_and_chat_give_the_same_history():
+    plain, streamed = ChatSession(), ChatSession()
+    for question in CLASSIC:
+        answer = plain.chat(question)
+        pieces = list(streamed.stream(question))
+        assert len(pieces) > 1 and "".join(pieces) == answer
+    assert streamed.messages == plain.messages  # tool calls rebuilt from fragments, parallel ones included
+    assert streamed.stats.prompt_tokens == plain.stats.prompt_tokens  # usage arrives in streams too
+
+
+def test_abandoned_stream_rolls_the_turn_back():
+    session = ChatSession()
+    session.chat(CLASSIC[0])
+    before = session.messages
+    pieces = session.stream(CLASSIC[1])
+    next(pieces)
+    pieces.close()
+    assert session.messages == before and session.turn_ids == [0]

@@ -1,0 +1,789 @@
+"""Chat histories as turns: validity checks, turn-safe trimming, token accounting.
+
+Everything here is pure (plain OpenAI-format message dicts in, new lists out, no
+I/O). A *turn* is one user message plus every assistant/tool message up to the
+next user message; trimming only ever drops whole turns, so a tool call is never
+separated from its result and the list sent to the server stays valid.
+
+- ``find_problems`` / ``split_turns``: what a strict server would reject; the turns.
+- ``trim_to_turns`` / ``trim_to_budget``: keep the system part, pinned turns and the
+  newest whole turns that fit.
+- ``approx_tokens`` / ``UsageLedger``: estimate before sending, learn exact costs
+  from the ``usage.prompt_tokens`` the server reports afterwards.
+- ``TurnIndex``: the same trimming, incrementally, for a session's growing history.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Hashable, Iterable, Sequence
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+SYSTEM_ROLES = frozenset({"system", "developer"})
+ORPHAN_PHRASE = "messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+MESSAGE_OVERHEAD = 4  # approx tokens of framing around every message
+REQUEST_OVERHEAD = 3  # approx tokens every request adds to prime the reply (add tool schemas if you send tools)
+IMAGE_TOKENS = 85  # rough cost of a non-text content part
+
+TokenCounter = Callable[[dict], int]
+
+
+class HistoryError(ValueError):
+    """A message list or a trimming request that cannot be handled as asked."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = list(problems)
+
+    @classmethod
+    def invalid(cls, problems: Sequence[str]) -> "HistoryError":
+        """The error for a list that find_problems rejects."""
+        shown = "; ".join(problems[:5]) + (f"; ... ({len(problems) - 5} more)" if len(problems) > 5 else "")
+        return cls(f"the message list is invalid, so it was not trimmed: {shown}. Fix these messages "
+                   "(helpers.history.find_problems lists them all) and try again.", problems)
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+# ----------------------------------------------------------------------------- turns and validity
+
+
+def split_turns(messages: Sequence[dict]) -> tuple[list[dict], list[list[dict]]]:
+    """Split into (leading system/developer messages, turns); each turn starts at a user message.
+
+    Non-system messages before the first user message (say an assistant greeting)
+    form a "preamble" turn of their own at index 0, so they can be trimmed like any
+    other turn. System messages after the first non-system message stay inside
+    the turn they appear in.
+    """
+    system: list[dict] = []
+    turns: list[list[dict]] = []
+    i, n = 0, len(messages)
+    while i < n and _role(messages[i]) in SYSTEM_ROLES:
+        system.append(messages[i])
+        i += 1
+    current: list[dict] = []
+    for message in messages[i:]:
+        if (type(message) is dict and message.get("role") == "user") or not turns:
+            current = [message]
+            turns.append(current)
+        else:
+            current.append(message)
+    return system, turns
+
+
+class _Ref(int):
+    """A message index mentioned inside a problem's text (re-numbered when rendering)."""
+
+
+Problem = tuple  # (absolute index, role label, parts: tuple[str | _Ref, ...])
+
+
+def _missing(missing: list[str]) -> tuple:
+    return ("an assistant message with 'tool_calls' must be followed by tool messages responding to each "
+            f"'tool_call_id'; the following tool_call_ids did not have response messages: {', '.join(missing)}",)
+
+
+class _Checker:
+    """Incremental validity checker: feed messages one at a time, O(size of the message) each."""
+
+    __slots__ = ("problems", "count", "seen_conversation", "calls", "calls_index", "answered", "group_open")
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.count = 0  # absolute index of the next message
+        self.seen_conversation = False  # any non-system message yet?
+        self.calls: dict[str, int] = {}  # ids asked for by the nearest assistant message with tool_calls
+        self.calls_index = -1
+        self.answered: dict[str, int] = {}  # call id -> absolute index of its tool result
+        self.group_open = False  # nothing but tool results since that assistant message
+
+    def state(self) -> tuple:
+        return self.calls, self.calls_index, dict(self.answered)
+
+    def restore(self, state: tuple | None) -> None:
+        self.calls, self.calls_index, self.answered = state if state else ({}, -1, {})
+        self.answered = dict(self.answered)
+
+    def _add(self, index: int, who: str, *parts: Any) -> None:
+        self.problems.append((index, who, parts))
+
+    def pending(self) -> list[Problem]:
+        """Problems that exist only because the list ends here (unanswered tool calls)."""
+        if self.group_open:
+            missing = [cid for cid in self.calls if cid not in self.answered]
+            if missing:
+                return [(self.calls_index, "assistant", _missing(missing))]
+        return []
+
+    def _close_group(self) -> None:
+        if self.group_open:
+            self.problems.extend(self.pending())
+            self.group_open = False
+
+    def feed(self, message: Any) -> None:
+        i = self.count
+        self.count += 1
+        if not isinstance(message, dict):
+            self._close_group()
+            self.seen_conversation = True
+            kind = type(message).__name__
+            self._add(i, kind, f"is of type {kind}, not a dict like {{'role': 'user', 'content': '...'}}")
+            return
+        role = message.get("role")
+        who = str(role) if role is not None else "no role"
+        if role == "tool":
+            self._feed_tool(i, message)
+            return
+        self._close_group()
+        if role not in VALID_ROLES:
+            self.seen_conversation = True
+            self._add(i, who, f"unknown role {role!r}; use one of system, developer, user, assistant, tool")
+            return
+        if role not in SYSTEM_ROLES:
+            self.seen_conversation = True
+        content = message.get("content")
+        tool_calls = message.get("tool_calls") if role == "assistant" else None
+        if content is not None and not isinstance(content, (str, list)):
+            self._add(i, who, f"content is of type {type(content).__name__}; use a string or a list of content parts")
+        elif role != "assistant":
+            if content is None:
+                self._add(i, who, "has no content; give it a string (or a list of content parts)")
+        elif tool_calls is None and (content is None or content == ""):
+            self._add(i, who, "has no content and no tool_calls; an assistant message needs one of them")
+        if tool_calls is not None:
+            self._feed_calls(i, tool_calls)
+
+    def feed_many(self, messages: Iterable[Any]) -> None:
+        """Feed several messages; well-formed common messages take a short path with the same outcome."""
+        feed, calls, answered = self.feed, self.calls, self.answered
+        for message in messages:
+            if type(message) is dict:
+                role, content = message.get("role"), message.get("content")
+                if self.group_open:
+                    if role == "tool" and type(content) is str:
+                        cid = message.get("tool_call_id")
+                        if cid in calls and cid not in answered and type(cid) is str:
+                            answered[cid] = self.count
+                            self.count += 1
+                            continue
+                elif role == "user" or role == "assistant":
+                    tool_calls = message.get("tool_calls") if role == "assistant" else None
+                    if tool_calls is None:
+                        if type(content) is str and (content or role == "user"):
+                            self.seen_conversation = True
+                            self.count += 1
+                            continue
+                    elif content is None or type(content) is str:
+                        self.seen_conversation = True
+                        self.count += 1
+                        self._feed_calls(self.count - 1, tool_calls)
+                        calls, answered = self.calls, self.answered
+                        continue
+            feed(message)
+            calls, answered = self.calls, self.answered
+
+    def _feed_calls(self, i: int, tool_calls: Any) -> None:
+        calls: dict[str, int] = {}
+        if not isinstance(tool_calls, list) or not tool_calls:
+            self._add(i, "assistant", "tool_calls must be a non-empty list; remove the key if there are no calls")
+        else:
+            for k, call in enumerate(tool_calls):
+                if not isinstance(call, dict):
+                    self._add(i, "assistant", f"tool_calls[{k}] is of type {type(call).__name__}, not a dict")
+                    continue
+                cid = call.get("id")
+                if not isinstance(cid, str) or not cid:
+                    self._add(i, "assistant", f"tool_calls[{k}] has no id; every tool call needs a string id")
+                elif cid in calls:
+                    self._add(i, "assistant", f"tool_calls[{k}] repeats id {cid!r}; tool call ids must be unique")
+                else:
+                    calls[cid] = k
+                function = call.get("function")
+                name = function.get("name") if isinstance(function, dict) else None
+                if not isinstance(name, str) or not name:
+                    self._add(i, "assistant", f"tool_calls[{k}] has no function.name; name the tool being called")
+                elif not isinstance(function.get("arguments"), str):
+                    kind = type(function.get("arguments")).__name__
+                    self._add(i, "assistant", f"tool_calls[{k}] ({name}) arguments are of type {kind}, not a "
+                              "string; pass json.dumps(arguments)")
+        self.calls, self.calls_index, self.answered, self.group_open = calls, i, {}, True
+
+    def _feed_tool(self, i: int, message: dict) -> None:
+        content = message.get("content")
+        if content is None:
+            self._add(i, "tool", "has no content; put the tool's result (a string) in it")
+        elif not isinstance(content, (str, list)):
+            self._add(i, "tool", f"content is of type {type(content).__name__}; tool results must be strings")
+        cid = message.get("tool_call_id")
+        if not self.seen_conversation:
+            self.seen_conversation = True
+            self._add(i, "tool", f"the history starts with a tool message (after the system part); {ORPHAN_PHRASE}")
+        elif not isinstance(cid, str) or not cid:
+            self._add(i, "tool", f"has no tool_call_id; {ORPHAN_PHRASE}, so give the id of the call it answers")
+        elif cid not in self.calls:
+            if self.calls_index >= 0:
+                self._add(i, "tool", f"orphan tool result for {cid!r}: the nearest preceding assistant message "
+                          "with tool_calls (message ", _Ref(self.calls_index), f") asked for {sorted(self.calls)}; "
+                          + ORPHAN_PHRASE)
+            else:
+                self._add(i, "tool", f"orphan tool result for {cid!r}: no assistant message with tool_calls comes "
+                          f"before it; {ORPHAN_PHRASE}")
+        elif cid in self.answered:
+            self._add(i, "tool", f"answers tool call {cid!r} a second time (first answer: message ",
+                      _Ref(self.answered[cid]), "); keep one result per call")
+        elif not self.group_open:
+            self._add(i, "tool", f"out of order: the result for {cid!r} comes after a non-tool message, but tool "
+                      "results must come directly after the assistant message that asked for them (message ",
+                      _Ref(self.calls_index), f"); {ORPHAN_PHRASE}")
+        else:
+            self.answered[cid] = i
+
+
+def _render(problems: Iterable[Problem], where: Callable[[int], int] = int) -> list[str]:
+    out = []
+    for index, who, parts in sorted(problems, key=lambda p: p[0]):
+        text = "".join(str(where(p)) if isinstance(p, _Ref) else p for p in parts)
+        out.append(f"message {where(index)} ({who}): {text}")
+    return out
+
+
+def find_problems(messages: Sequence[dict]) -> list[str]:
+    """Human-readable problems, one per string naming the message index; empty iff a strict server would accept."""
+    if not isinstance(messages, (list, tuple)):
+        return [f"messages is of type {type(messages).__name__}; pass a list of message dicts"]
+    if not messages:
+        return ["the message list is empty; add at least one user message"]
+    checker = _Checker()
+    checker.feed_many(messages)
+    return _render(checker.problems + checker.pending())
+
+
+# ----------------------------------------------------------------------------- token estimates
+
+
+def _text_chars(content: Any) -> tuple[int, int]:
+    if content is None:
+        return 0, 0
+    if isinstance(content, str):
+        return len(content), 0
+    if isinstance(content, list):
+        chars = images = 0
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                chars += len(part["text"])
+            else:
+                images += 1
+        return chars, images
+    return len(str(content)), 0
+
+
+def approx_tokens(message: dict) -> int:
+    """Cheap token estimate for one message: ~characters/4 plus framing, tool calls included."""
+    if not isinstance(message, dict):
+        return MESSAGE_OVERHEAD + (len(str(message)) + 3) // 4
+    chars, images = _text_chars(message.get("content"))
+    chars += len(str(message.get("role", "")))
+    for key in ("name", "tool_call_id"):
+        if isinstance(message.get(key), str):
+            chars += len(message[key])
+    extra = 0
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            chars += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+        extra += 3
+    return MESSAGE_OVERHEAD + extra + images * IMAGE_TOKENS + (chars + 3) // 4
+
+
+# ----------------------------------------------------------------------------- pure trimming
+
+
+@dataclass
+class DroppedTurn:
+    """A whole turn that trimming left out: its id, its messages and what they cost."""
+
+    turn_id: Hashable
+    messages: list[dict]
+    tokens: int
+
+
+@dataclass
+class TrimResult:
+    """What trimming kept (``messages``, turn ids in ``kept``) and dropped, and the kept total."""
+
+    messages: list[dict]
+    kept: list[Hashable]
+    dropped: list[DroppedTurn]
+    tokens: int
+    over_budget: bool = False  # True only when system + pinned + newest turn alone exceed the budget
+
+
+def _prepare(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None, pinned: Collection[Hashable]):
+    problems = find_problems(messages)
+    if problems:
+        raise HistoryError.invalid(problems)
+    system, turns = split_turns(messages)
+    ids = list(range(len(turns))) if turn_ids is None else list(turn_ids)
+    if len(ids) != len(turns):
+        raise HistoryError(f"turn_ids has {len(ids)} ids but the history has {len(turns)} turns; "
+                           "pass one id per turn (see split_turns) or leave turn_ids out")
+    if len(set(ids)) != len(ids):
+        raise HistoryError("turn_ids contains duplicates; give every turn its own id")
+    pinned_set = set(pinned)
+    return system, turns, ids, [i in pinned_set for i in ids]
+
+
+def _result(system, turns, ids, keep, costs, overhead, over_budget=False) -> TrimResult:
+    out, kept, dropped = list(system), [], []
+    total = overhead + sum(costs[0])
+    for t, turn in enumerate(turns):
+        if keep[t]:
+            out.extend(turn)
+            kept.append(ids[t])
+            total += costs[t + 1]
+        else:
+            dropped.append(DroppedTurn(ids[t], turn, costs[t + 1]))  # split_turns made fresh lists
+    return TrimResult(out, kept, dropped, total, over_budget)
+
+
+def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequence[Hashable] | None = None,
+                  pinned: Collection[Hashable] = (), count: TokenCounter = approx_tokens,
+                  overhead: int = REQUEST_OVERHEAD) -> TrimResult:
+    """Keep the system part, the newest ``max_turns`` turns and any older pinned turns.
+
+    Pinned turns inside the newest ``max_turns`` count toward it; older pinned turns
+    are kept in addition. ``max_turns`` must be at least 1: the newest turn is always kept.
+    """
+    if not isinstance(max_turns, int) or max_turns < 1:
+        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is always kept")
+    system, turns, ids, pins = _prepare(messages, turn_ids, pinned)
+    first = len(turns) - max_turns
+    keep = [t >= first or pins[t] for t in range(len(turns))]
+    costs = [[count(m) for m in system]] + [sum(map(count, turn)) for turn in turns]
+    return _result(system, turns, ids, keep, costs, overhead)
+
+
+def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCounter = approx_tokens,
+                   turn_ids: Sequence[Hashable] | None = None, pinned: Collection[Hashable] = (),
+                   overhead: int = REQUEST_OVERHEAD) -> TrimResult:
+    """Keep the system part, pinned turns and the newest whole turns whose total fits ``max_tokens``.
+
+    The total is ``overhead`` (a fixed per-request cost) plus ``count`` of every kept
+    message. The system part, pinned turns and the newest turn are always kept; if
+    they alone exceed the budget the result has ``over_budget=True`` and nothing else.
+    Otherwise the total never exceeds ``max_tokens``. Kept turns are always a
+    contiguous newest run plus older pinned turns: no gaps are punched into the middle.
+    """
+    if not isinstance(max_tokens, int) or max_tokens < 0:
+        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
+    system, turns, ids, pins = _prepare(messages, turn_ids, pinned)
+    costs = [[count(m) for m in system]] + [sum(map(count, turn)) for turn in turns]
+    keep = list(pins)
+    if turns:
+        keep[-1] = True
+    total = overhead + sum(costs[0]) + sum(costs[t + 1] for t in range(len(turns)) if keep[t])
+    over = total > max_tokens
+    for t in range(len(turns) - 2, -1, -1):
+        if keep[t]:
+            continue
+        if total + costs[t + 1] > max_tokens:
+            break
+        keep[t] = True
+        total += costs[t + 1]
+    return _result(system, turns, ids, keep, costs, overhead, over)
+
+
+# ----------------------------------------------------------------------------- usage ledger
+
+
+@dataclass
+class UsageRecord:
+    """One request as the ledger saw it: reported prompt tokens next to what was estimated."""
+
+    request: int
+    messages: int
+    prompt_tokens: int  # what the server reported
+    estimated: int  # approx_tokens alone (plus the request overhead)
+    predicted: int  # what ledger.cost said before this record (exact parts + estimates)
+    predicted_exact: bool
+    new_messages: int  # messages whose cost this request revealed (as one block)
+    new_tokens: int | None  # that block's exact cost; None if the report contradicted earlier ones
+    new_estimated: int
+
+    @property
+    def error(self) -> int:
+        """Estimate minus reported (positive: the estimate was too high)."""
+        return self.estimated - self.prompt_tokens
+
+    @property
+    def prediction_error(self) -> int:
+        """Ledger prediction minus reported; 0 whenever the prediction was exact."""
+        return self.predicted - self.prompt_tokens
+
+
+@dataclass
+class _Span:
+    keys: list[str]  # content keys of the span's messages (how spans are recognised again)
+    tokens: int  # exact, from the server's reports
+    has_overhead: bool  # includes the fixed per-request cost
+    counts: Counter = field(default_factory=Counter)
+    members: list[tuple[Any, int]] = field(default_factory=list)  # (message object, its share of tokens)
+
+
+def _apportion(total: int, weights: list[int]) -> list[int]:
+    """Split ``total`` into integers proportional to ``weights`` that add up to exactly ``total``."""
+    if not weights:
+        return []
+    weight_sum = sum(weights)
+    if weight_sum <= 0:
+        weights, weight_sum = [1] * len(weights), len(weights)
+    raw = [total * w / weight_sum for w in weights]
+    parts = [int(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: raw[i] - parts[i], reverse=True)
+    for i in order[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+class UsageLedger:
+    """Learns exact token costs from the server's ``usage.prompt_tokens`` after each request.
+
+    ``record(messages, prompt_tokens)`` splits the reported total into *spans*: the
+    spans already known from earlier records that are still wholly present, plus
+    one new span holding every message not covered yet (and the request overhead,
+    the first time). With an additive tokenizer, a span's cost is exact *as a
+    whole*: in a growing history each span is "the messages appended since the
+    previous request". When trimming breaks a span (drops some of its messages),
+    its kept messages are estimated again and become exact, as part of a new span,
+    at the next record. The ledger follows one conversation: spans that the latest
+    record no longer contains are forgotten.
+
+    ``cost(messages)`` = exact spans wholly present + estimates for the rest; it is
+    exact when every message and the overhead are covered. ``count(message)`` is a
+    per-message number for ``count=``: the message's share of its span's exact cost
+    (split in proportion to the estimates; a one-message span is that message's
+    exact cost), else the estimate. Summed over whole spans, plus ``ledger.overhead``,
+    it equals the reported totals exactly. Shares follow message objects (so two
+    equal "ok" messages keep separate shares); an equal copy falls back to its twin's.
+    """
+
+    def __init__(self, estimate: TokenCounter = approx_tokens, overhead: int = REQUEST_OVERHEAD):
+        self.estimate = estimate
+        self.overhead = overhead
+        self.records: list[UsageRecord] = []
+        self._spans: list[_Span] = []
+        self._by_id: dict[int, tuple[Any, int]] = {}
+        self._by_key: dict[str, int] = {}
+
+    @staticmethod
+    def key(message: Any) -> str:
+        """The identity the ledger uses to recognise a message again (its canonical JSON)."""
+        return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+    def _cover(self, keys: list[str]) -> tuple[int, list[_Span], bool, Counter]:
+        avail = Counter(keys)
+        used: list[_Span] = []
+        total, overhead_used = 0, False
+        for span in reversed(self._spans):
+            if span.has_overhead and overhead_used:
+                continue
+            if all(avail[k] >= c for k, c in span.counts.items()):
+                avail.subtract(span.counts)
+                used.append(span)
+                total += span.tokens
+                overhead_used = overhead_used or span.has_overhead
+        return total, used, overhead_used, avail
+
+    def cost(self, messages: Sequence[dict]) -> tuple[int, bool]:
+        """(tokens, exact) for sending ``messages``: known spans exactly, the rest estimated."""
+        keys = [self.key(m) for m in messages]
+        total, _, overhead_used, left = self._cover(keys)
+        estimated = 0
+        for key, message in zip(keys, messages):
+            if left[key] > 0:
+                left[key] -= 1
+                estimated += 1
+                total += self.estimate(message)
+        return total + (0 if overhead_used else self.overhead), not estimated and overhead_used
+
+    def count(self, message: dict) -> int:
+        """Per-message tokens for ``count=``: a share of an exact span when known, else the estimate."""
+        known = self._by_id.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        share = self._by_key.get(self.key(message)) if self._by_key else None
+        return share if share is not None else self.estimate(message)
+
+    def record(self, messages: Sequence[dict], prompt_tokens: int) -> UsageRecord:
+        """Note that sending ``messages`` cost ``prompt_tokens`` (the server's usage.prompt_tokens)."""
+        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or prompt_tokens < 0:
+            raise HistoryError(f"prompt_tokens must be a whole number >= 0 (got {prompt_tokens!r}); pass "
+                               "response.usage.prompt_tokens")
+        keys = [self.key(m) for m in messages]
+        estimates = [self.estimate(m) for m in messages]
+        covered, used, overhead_used, left = self._cover(keys)
+        # which occurrences are new: prefer message objects that no used span already holds
+        held = {id(obj) for span in used for obj, _ in span.members}
+        is_new = [False] * len(keys)
+        for prefer_new in (True, False):
+            for i in range(len(keys) - 1, -1, -1):
+                if left[keys[i]] > 0 and not is_new[i] and (not prefer_new or id(messages[i]) not in held):
+                    left[keys[i]] -= 1
+                    is_new[i] = True
+        rest = [i for i in range(len(keys)) if is_new[i]]
+        new_estimated = sum(estimates[i] for i in rest) + (0 if overhead_used else self.overhead)
+        predicted = covered + new_estimated
+        remainder = prompt_tokens - covered
+        consistent = remainder >= 0 and (bool(rest) or not overhead_used or remainder == 0)
+        if consistent:
+            spans = [s for s in self._spans if any(s is u for u in used)]
+            if rest or not overhead_used:
+                spans.append(self._span([messages[i] for i in rest], [keys[i] for i in rest],
+                                        [estimates[i] for i in rest], remainder, not overhead_used))
+            new_tokens: int | None = remainder
+        else:  # the server disagrees with what was learnt (not additive, or messages changed): start over
+            spans = [self._span(list(messages), keys, estimates, prompt_tokens, True)]
+            rest, new_tokens = list(range(len(keys))), None
+        self._spans = spans
+        self._by_id = {id(obj): (obj, share) for span in spans for obj, share in span.members}
+        self._by_key = {k: share for span in spans for k, (_, share) in zip(span.keys, span.members)}
+        entry = UsageRecord(len(self.records) + 1, len(keys), prompt_tokens, sum(estimates) + self.overhead,
+                            predicted, not rest and overhead_used, len(rest), new_tokens, new_estimated)
+        self.records.append(entry)
+        return entry
+
+    def _span(self, messages: list, keys: list[str], estimates: list[int], tokens: int, has_overhead: bool) -> _Span:
+        for_messages = tokens - (min(self.overhead, tokens) if has_overhead else 0)
+        shares = _apportion(for_messages, estimates)
+        return _Span(keys, tokens, has_overhead, Counter(keys), list(zip(messages, shares)))
+
+    def summary(self) -> dict[str, float]:
+        """How good the estimates were: mean absolute error (tokens and %) and exact predictions."""
+        if not self.records:
+            return {"requests": 0, "mean_abs_error": 0.0, "mean_abs_pct": 0.0, "worst_pct": 0.0,
+                    "exact_predictions": 0}
+        pcts = [abs(r.error) / max(r.prompt_tokens, 1) * 100 for r in self.records]
+        return {"requests": len(self.records),
+                "mean_abs_error": sum(abs(r.error) for r in self.records) / len(self.records),
+                "mean_abs_pct": sum(pcts) / len(pcts), "worst_pct": max(pcts),
+                "exact_predictions": sum(r.predicted_exact for r in self.records)}
+
+
+# ----------------------------------------------------------------------------- incremental index
+
+
+@dataclass
+class TrimReport:
+    """What a TurnIndex trim did: the turns it dropped and the total it left."""
+
+    dropped: list[DroppedTurn]
+    tokens: int
+    over_budget: bool = False
+
+
+class _Turn:
+    __slots__ = ("id", "start", "end", "tokens", "pinned", "state", "messages", "costs")
+
+    def __init__(self, turn_id: int, start: int, pinned: bool):
+        self.id, self.start, self.end, self.tokens, self.pinned = turn_id, start, start, 0, pinned
+        self.state: tuple | None = None  # checker state at the turn's end, if the turn made tool calls
+        self.messages: list = []  # filled only once a pinned turn leaves the window
+        self.costs: list[int] = []
+
+
+class TurnIndex:
+    """A session's history with turn boundaries, token totals and validity kept up to date as it grows.
+
+    Turn ids are 0, 1, 2, ... in order of appearance and never change, so a turn can
+    be pinned by id. Trims drop the oldest unpinned turns from the front in
+    O(dropped) amortised time and give the same result as ``trim_to_turns`` /
+    ``trim_to_budget`` on ``messages`` (with ``turn_ids`` and ``pinned`` passed
+    along). ``count`` is called once per appended message; use ``recount`` after
+    the costs it reports have changed (for example after ``UsageLedger.record``).
+    """
+
+    def __init__(self, messages: Iterable[dict] = (), *, count: TokenCounter = approx_tokens,
+                 overhead: int = REQUEST_OVERHEAD, pinned: Collection[int] = ()):
+        self._count, self.overhead = count, overhead
+        self._checker = _Checker()
+        self._msgs: list = []  # system part, then (from _head) the window of newest turns
+        self._costs: list[int] = []
+        self._sys_n = self._head = self._shift = 0  # _shift: messages compacted away (abs = local + _shift)
+        self._turns: list[_Turn] = []
+        self._thead = 0
+        self._kept: list[_Turn] = []  # pinned turns older than the window
+        self._kept_n = 0
+        self._pins = set(pinned)
+        self._total = overhead
+        for message in messages:
+            self.append(message)
+
+    # -- growing
+    def append(self, message: dict) -> None:
+        """Add one message at the end (O(size of the message))."""
+        checker = self._checker
+        index = checker.count
+        checker.feed(message)
+        cost = self._count(message)
+        self._msgs.append(message)
+        self._costs.append(cost)
+        self._total += cost
+        role = _role(message)
+        if not self._turns and role in SYSTEM_ROLES:
+            self._sys_n += 1
+            self._head += 1
+            return
+        if role == "user" or not self._turns:
+            if self._turns:
+                last = self._turns[-1]
+                last.state = checker.state() if checker.calls_index >= last.start else None
+            turn_id = self._turns[-1].id + 1 if self._turns else 0
+            self._turns.append(_Turn(turn_id, index, turn_id in self._pins))
+        turn = self._turns[-1]
+        turn.end = index + 1
+        turn.tokens += cost
+
+    def extend(self, messages: Iterable[dict]) -> None:
+        """Append several messages."""
+        for message in messages:
+            self.append(message)
+
+    def pin(self, turn_id: int) -> None:
+        """Always keep turn ``turn_id`` (it may be a turn that has not started yet)."""
+        first = self._turns[self._thead].id if self._window() else None
+        if first is not None and turn_id < first and all(k.id != turn_id for k in self._kept):
+            raise HistoryError(f"turn {turn_id} was already dropped by an earlier trim; pin turns before "
+                               "trimming them away")
+        self._pins.add(turn_id)
+        if first is not None and first <= turn_id <= self._turns[-1].id:
+            self._turns[self._thead + turn_id - first].pinned = True
+
+    # -- reading
+    @property
+    def messages(self) -> list[dict]:
+        """The kept history as a new list (system part, older pinned turns, newest turns)."""
+        out = self._msgs[: self._sys_n]
+        for turn in self._kept:
+            out.extend(turn.messages)
+        out.extend(self._msgs[self._head:])
+        return out
+
+    @property
+    def turn_ids(self) -> list[int]:
+        """Ids of the kept turns, oldest first."""
+        return [t.id for t in self._kept] + [t.id for t in self._turns[self._thead:]]
+
+    @property
+    def pinned(self) -> frozenset:
+        """Ids of pinned turns."""
+        return frozenset(self._pins)
+
+    @property
+    def tokens(self) -> int:
+        """Total of the kept messages by ``count``, plus the request overhead."""
+        return self._total
+
+    def __len__(self) -> int:
+        return self._sys_n + self._kept_n + len(self._msgs) - self._head
+
+    def _position(self, index: int) -> int:
+        if index < self._sys_n:
+            return index
+        window_start = self._head + self._shift
+        if index >= window_start:
+            return self._sys_n + self._kept_n + index - window_start
+        position = self._sys_n
+        for turn in self._kept:
+            if turn.start <= index < turn.end:
+                return position + index - turn.start
+            position += turn.end - turn.start
+        return -1  # cannot happen: problems make trimming refuse, so no problem points at a dropped message
+
+    def validate(self) -> list[str]:
+        """Same as find_problems(self.messages), from bookkeeping kept while appending."""
+        if len(self) == 0:
+            return ["the message list is empty; add at least one user message"]
+        return _render(self._checker.problems + self._checker.pending(), self._position)
+
+    # -- trimming
+    def _require_valid(self) -> None:
+        if self._checker.problems or self._checker.pending() or len(self) == 0:
+            raise HistoryError.invalid(self.validate())
+
+    def _pop_front(self) -> DroppedTurn | None:
+        turn = self._turns[self._thead]
+        self._thead += 1
+        lo, hi = turn.start - self._shift, turn.end - self._shift
+        messages, costs = self._msgs[lo:hi], self._costs[lo:hi]
+        self._head = hi
+        dropped = None
+        if turn.pinned:
+            turn.messages, turn.costs = messages, costs
+            self._kept.append(turn)
+            self._kept_n += len(messages)
+        else:
+            self._total -= turn.tokens
+            dropped = DroppedTurn(turn.id, messages, turn.tokens)
+            if turn.start <= self._checker.calls_index < turn.end:  # forget calls that left with the turn
+                self._checker.restore(next((k.state for k in reversed(self._kept) if k.state), None))
+        gap = self._head - self._sys_n
+        if gap > 32 and 2 * gap > len(self._msgs):
+            del self._msgs[self._sys_n:self._head], self._costs[self._sys_n:self._head]
+            self._shift += gap
+            self._head = self._sys_n
+        if self._thead > 32 and 2 * self._thead > len(self._turns):
+            del self._turns[: self._thead]
+            self._thead = 0
+        return dropped
+
+    def _window(self) -> int:
+        return len(self._turns) - self._thead
+
+    def trim_to_turns(self, max_turns: int) -> TrimReport:
+        """Keep the newest ``max_turns`` turns plus older pinned ones; see the module function."""
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn "
+                               "is always kept")
+        self._require_valid()
+        dropped = []
+        while self._window() > max_turns:
+            gone = self._pop_front()
+            if gone is not None:
+                dropped.append(gone)
+        return TrimReport(dropped, self._total)
+
+    def trim_to_budget(self, max_tokens: int) -> TrimReport:
+        """Drop the oldest unpinned turns until the total fits ``max_tokens``; see the module function."""
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
+        self._require_valid()
+        dropped = []
+        while self._total > max_tokens and self._window() > 1:
+            gone = self._pop_front()
+            if gone is not None:
+                dropped.append(gone)
+        return TrimReport(dropped, self._total, self._total > max_tokens)
+
+    def recount(self, tail: int | None = None) -> None:
+        """Re-run ``count`` on the last ``tail`` window messages (on every kept message if None)."""
+        count, costs, msgs = self._count, self._costs, self._msgs
+        first = self._head if tail is None else max(len(msgs) - tail, self._head)
+        t = len(self._turns) - 1
+        for i in range(len(msgs) - 1, first - 1, -1):
+            while self._turns[t].start > i + self._shift:
+                t -= 1
+            new = count(msgs[i])
+            self._turns[t].tokens += new - costs[i]
+            self._total += new - costs[i]
+            costs[i] = new
+        if tail is None:
+            for turn in self._kept:
+                turn.costs = [count(m) for m in turn.messages]
+                turn.tokens = sum(turn.costs)
+            costs[: self._sys_n] = [count(m) for m in msgs[: self._sys_n]]
+            self._total = (self.overhead + sum(costs[: self._sys_n]) + sum(t.tokens for t in self._kept)
+                           + sum(costs[self._head:]))

@@ -1,0 +1,376 @@
+"""Unit tests for helpers.history: validity rules, turns, trimming, the usage ledger and TurnIndex."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.history import (
+    ORPHAN_PHRASE,
+    REQUEST_OVERHEAD,
+    DroppedTurn,
+    HistoryError,
+    TurnIndex,
+    UsageLedger,
+    approx_tokens,
+    find_problems,
+    split_turns,
+    trim_to_budget,
+    trim_to_turns,
+)
+
+SYSTEM = {"role": "system", "content": "You are the Larkspur University campus assistant."}
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def reply(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+def call(cid: str, name: str = "room_lookup", arguments: str = '{"building": "Hale"}') -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def asks(*ids: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [call(i) for i in ids]}
+
+
+def result(cid: str, text: str = "Hale 204 is free") -> dict:
+    return {"role": "tool", "tool_call_id": cid, "content": text}
+
+
+def history() -> list[dict]:
+    """System + 4 turns: plain, one tool call, parallel calls, interrupted (no reply)."""
+    return [
+        SYSTEM,
+        user("Where is the library?"), reply("North of Birch Quad."),
+        user("Is Hale 204 free?"), asks("c1"), result("c1"), reply("Yes, it is free."),
+        user("And Hale 205 and 206?"), asks("c2", "c3"), result("c3", "taken"), result("c2"), reply("205 only."),
+        user("Thanks, and the gym hours?"),
+    ]
+
+
+def one_problem(messages: list) -> str:
+    problems = find_problems(messages)
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+# ----------------------------------------------------------------------------- find_problems rules
+
+
+def test_valid_history_has_no_problems():
+    assert find_problems(history()) == []
+
+
+def test_orphan_tool_result_uses_the_servers_phrase_and_index():
+    messages = history()[:6] + [result("nope"), reply("ok")]
+    problem = one_problem(messages)
+    assert problem.startswith("message 6 (tool):") and ORPHAN_PHRASE in problem and "'nope'" in problem
+
+
+def test_tool_result_after_assistant_without_any_tool_calls_is_orphan():
+    problem = one_problem([user("hi"), reply("hello"), result("c9")])
+    assert problem.startswith("message 2 (tool):") and ORPHAN_PHRASE in problem
+
+
+def test_missing_tool_response_lists_the_ids():
+    messages = [user("rooms?"), asks("c1", "c2", "c3"), result("c2"), reply("done")]
+    problem = one_problem(messages)
+    assert problem.startswith("message 1 (assistant):") and "did not have response messages" in problem
+    assert "c1" in problem and "c3" in problem and "c2" not in problem.split("messages:")[-1]
+
+
+def test_unanswered_calls_at_the_end_of_the_list_are_a_problem():
+    assert "did not have response messages: c1" in one_problem([user("rooms?"), asks("c1")])
+
+
+def test_tool_result_answering_the_same_id_twice():
+    problem = one_problem([user("rooms?"), asks("c1"), result("c1"), result("c1"), reply("ok")])
+    assert problem.startswith("message 3 (tool):") and "second time" in problem and "message 2" in problem
+
+
+def test_tool_result_interleaved_after_another_message_is_out_of_order():
+    messages = [user("rooms?"), asks("c1", "c2"), result("c1"), reply("hm"), result("c2")]
+    problems = find_problems(messages)
+    assert any("did not have response messages: c2" in p for p in problems)
+    late = [p for p in problems if p.startswith("message 4 (tool):")]
+    assert late and "out of order" in late[0] and "message 1" in late[0]
+
+
+def test_history_starting_with_a_tool_message():
+    problem = one_problem([SYSTEM, result("c1"), user("hi")])
+    assert problem.startswith("message 1 (tool):") and "starts with a tool message" in problem
+
+
+def test_unknown_role():
+    assert one_problem([user("hi"), {"role": "robot", "content": "beep"}]).startswith("message 1 (robot): unknown role")
+
+
+@pytest.mark.parametrize("role", ["user", "system", "developer", "tool"])
+def test_missing_or_none_content(role):
+    for message in ({"role": role}, {"role": role, "content": None}):
+        if role == "tool":
+            message["tool_call_id"] = "c1"
+        messages = [user("rooms?"), asks("c1"), message, reply("ok")] if role == "tool" else [message, user("x")]
+        assert any("has no content" in p for p in find_problems(messages)), messages
+
+
+def test_assistant_may_have_no_content_only_with_tool_calls():
+    assert "no content and no tool_calls" in one_problem([user("hi"), {"role": "assistant", "content": ""}])
+    assert "no content and no tool_calls" in one_problem([user("hi"), {"role": "assistant"}])
+    assert find_problems([user("hi"), {"role": "assistant", "content": "", "tool_calls": [call("c1")]},
+                          result("c1")]) == []
+
+
+def test_non_string_tool_call_arguments():
+    message = {"role": "assistant", "content": None, "tool_calls": [call("c1", arguments={"building": "Hale"})]}
+    problem = one_problem([user("hi"), message, result("c1")])
+    assert problem.startswith("message 1 (assistant):") and "json.dumps" in problem
+
+
+def test_tool_call_without_id_or_function_name():
+    no_id = {"type": "function", "function": {"name": "room_lookup", "arguments": "{}"}}
+    no_name = {"id": "c1", "type": "function", "function": {"arguments": "{}"}}
+    messages = [user("hi"), {"role": "assistant", "content": None, "tool_calls": [no_id, no_name]}, result("c1")]
+    problems = find_problems(messages)
+    assert any("has no id" in p for p in problems) and any("no function.name" in p for p in problems)
+
+
+def test_message_that_is_not_a_dict():
+    assert one_problem([user("hi"), "just text"]).startswith("message 1 (str): is of type str")
+
+
+def test_empty_list():
+    assert "empty" in one_problem([])
+
+
+def test_empty_tool_calls_list():
+    assert "non-empty list" in one_problem([user("hi"), {"role": "assistant", "content": "x", "tool_calls": []}])
+
+
+# ----------------------------------------------------------------------------- split_turns
+
+
+def test_split_turns_separates_system_part_and_turns():
+    system, turns = split_turns(history())
+    assert system == [SYSTEM]
+    assert [t[0]["content"] for t in turns] == ["Where is the library?", "Is Hale 204 free?",
+                                               "And Hale 205 and 206?", "Thanks, and the gym hours?"]
+    assert sum(len(t) for t in turns) + 1 == len(history())
+
+
+def test_split_turns_makes_a_preamble_turn_for_a_greeting():
+    system, turns = split_turns([SYSTEM, reply("Hi, I am Lark."), user("hi"), reply("hello")])
+    assert system == [SYSTEM] and turns == [[reply("Hi, I am Lark.")], [user("hi"), reply("hello")]]
+
+
+def test_split_turns_keeps_a_later_system_message_inside_its_turn():
+    note = {"role": "system", "content": "Reminder: be brief."}
+    _, turns = split_turns([user("a"), note, reply("b")])
+    assert turns == [[user("a"), note, reply("b")]]
+
+
+# ----------------------------------------------------------------------------- trimming
+
+
+def test_trim_to_turns_keeps_the_newest_turns_and_the_system_part():
+    out = trim_to_turns(history(), 2)
+    assert out.messages == [SYSTEM] + history()[7:]
+    assert out.kept == [2, 3] and [d.turn_id for d in out.dropped] == [0, 1]
+
+
+def test_trim_to_turns_keeps_older_pinned_turns_in_order():
+    out = trim_to_turns(history(), 1, pinned={1})
+    assert out.kept == [1, 3]
+    assert out.messages == [SYSTEM] + history()[3:7] + history()[12:]
+
+
+def test_trim_to_turns_rejects_zero_turns():
+    with pytest.raises(HistoryError, match="max_turns"):
+        trim_to_turns(history(), 0)
+
+
+def test_trim_refuses_an_invalid_list_and_lists_problems():
+    with pytest.raises(HistoryError) as info:
+        trim_to_turns([user("rooms?"), asks("c1")], 3)
+    assert info.value.problems and "did not have response messages" in str(info.value)
+
+
+def test_trim_checks_turn_ids_length():
+    with pytest.raises(HistoryError, match="turn_ids"):
+        trim_to_turns(history(), 2, turn_ids=["a", "b"])
+
+
+def test_trim_to_budget_keeps_everything_when_it_fits():
+    total = REQUEST_OVERHEAD + sum(approx_tokens(m) for m in history())
+    out = trim_to_budget(history(), total)
+    assert out.messages == history() and out.dropped == [] and out.tokens == total
+
+
+def test_trim_to_budget_drops_the_oldest_turns_first():
+    ones = lambda m: 1  # noqa: E731 - each message costs one token
+    out = trim_to_budget(history(), 1 + 6 + 1, count=ones, overhead=0)  # system + turns 2 and 3
+    assert out.kept == [2, 3] and out.tokens == 7 and not out.over_budget
+
+
+def test_trim_to_budget_does_not_skip_a_big_turn_to_keep_an_older_small_one():
+    ones = lambda m: 1  # noqa: E731
+    out = trim_to_budget(history(), 1 + 1 + 3, count=ones, overhead=0)  # turn 2 (5 msgs) does not fit
+    assert out.kept == [3]
+
+
+def test_trim_to_budget_reports_over_budget_but_keeps_system_and_newest_turn():
+    out = trim_to_budget(history(), 1)
+    assert out.over_budget and out.messages == [SYSTEM, history()[-1]] and out.tokens > 1
+
+
+def test_trim_to_budget_keeps_pinned_turns_and_counts_them():
+    ones = lambda m: 1  # noqa: E731
+    out = trim_to_budget(history(), 1 + 2 + 1 + 5, count=ones, overhead=0, pinned={0})
+    assert out.kept == [0, 2, 3] and out.tokens == 9
+
+
+def test_dropped_report_has_ids_messages_and_tokens():
+    out = trim_to_budget(history(), 0, turn_ids=["t-a", "t-b", "t-c", "t-d"])
+    assert out.dropped[1] == DroppedTurn("t-b", history()[3:7], sum(approx_tokens(m) for m in history()[3:7]))
+    assert [d.turn_id for d in out.dropped] == ["t-a", "t-b", "t-c"]
+
+
+def test_approx_tokens_counts_tool_call_arguments():
+    small = asks("c1")
+    big = {"role": "assistant", "content": None, "tool_calls": [call("c1", arguments=json.dumps({"q": "x" * 400}))]}
+    assert approx_tokens(big) >= approx_tokens(small) + 90
+
+
+# ----------------------------------------------------------------------------- usage ledger
+
+
+def server_tokens(message: dict) -> int:
+    """A fake server tokenizer: additive over messages and unlike approx_tokens."""
+    return 7 + len(json.dumps(message, sort_keys=True)) // 3
+
+
+def server_prompt(messages: list[dict]) -> int:
+    return 5 + sum(server_tokens(m) for m in messages)
+
+
+def test_ledger_first_request_is_exact_as_a_block():
+    ledger = UsageLedger()
+    assert ledger.cost(history()[:2])[1] is False
+    ledger.record(history()[:2], server_prompt(history()[:2]))
+    assert ledger.cost(history()[:2]) == (server_prompt(history()[:2]), True)
+
+
+def test_ledger_learns_each_appended_span_exactly():
+    ledger, messages = UsageLedger(), history()
+    for end in (2, 4, 6, 9, 13):
+        ledger.record(messages[:end], server_prompt(messages[:end]))
+    assert ledger.cost(messages) == (server_prompt(messages), True)
+    assert ledger.records[-1].new_tokens == sum(server_tokens(m) for m in messages[9:13])
+
+
+def test_ledger_estimates_only_what_was_never_sent():
+    ledger, messages = UsageLedger(), history()
+    ledger.record(messages[:7], server_prompt(messages[:7]))
+    tokens, exact = ledger.cost(messages)
+    assert not exact
+    assert tokens == server_prompt(messages[:7]) + sum(approx_tokens(m) for m in messages[7:])
+
+
+def test_ledger_count_adds_up_exactly_over_recorded_spans():
+    ledger, messages = UsageLedger(), history()
+    for end in (2, 7, 13):
+        ledger.record(messages[:end], server_prompt(messages[:end]))
+    assert ledger.overhead + sum(ledger.count(m) for m in messages) == server_prompt(messages)
+    assert trim_to_budget(messages, 10_000, count=ledger.count).tokens == server_prompt(messages)
+
+
+def test_ledger_after_trimming_falls_back_then_becomes_exact_again():
+    ledger, messages = UsageLedger(), history()
+    for end in (2, 7, 13):
+        ledger.record(messages[:end], server_prompt(messages[:end]))
+    trimmed = [SYSTEM] + messages[7:]  # turns 0 and 1 dropped: the first span is broken
+    tokens, exact = ledger.cost(trimmed)
+    assert not exact and tokens != server_prompt(trimmed)
+    ledger.record(trimmed, server_prompt(trimmed))
+    grown = trimmed + [reply("Open until 22:00."), user("Thanks!")]
+    ledger.record(grown, server_prompt(grown))
+    assert ledger.cost(grown) == (server_prompt(grown), True)
+    assert ledger.records[-1].predicted_exact is False and ledger.records[-1].new_messages == 2
+
+
+def test_ledger_reports_estimate_error():
+    ledger, messages = UsageLedger(), history()
+    entry = ledger.record(messages[:4], server_prompt(messages[:4]))
+    assert entry.error == REQUEST_OVERHEAD + sum(approx_tokens(m) for m in messages[:4]) - server_prompt(messages[:4])
+    summary = ledger.summary()
+    assert summary["requests"] == 1 and summary["mean_abs_error"] == abs(entry.error)
+
+
+def test_ledger_rejects_a_non_integer_prompt_tokens():
+    with pytest.raises(HistoryError, match="prompt_tokens"):
+        UsageLedger().record(history()[:2], "12")
+
+
+def test_ledger_starts_over_when_reports_contradict_each_other():
+    ledger, messages = UsageLedger(), history()
+    ledger.record(messages[:4], 500)
+    entry = ledger.record(messages[:6], 100)  # smaller than the known prefix: not additive
+    assert entry.new_tokens is None and ledger.cost(messages[:6]) == (100, True)
+
+
+# ----------------------------------------------------------------------------- TurnIndex
+
+
+def test_turn_index_trim_to_turns_matches_the_pure_function():
+    index = TurnIndex(history(), pinned={0})
+    report = index.trim_to_turns(2)
+    pure = trim_to_turns(history(), 2, pinned={0})
+    assert index.messages == pure.messages and index.turn_ids == pure.kept
+    assert report.dropped == pure.dropped and report.tokens == pure.tokens
+
+
+def test_turn_index_trim_to_budget_matches_the_pure_function():
+    for budget in (0, 40, 80, 120, 1000):
+        index = TurnIndex(history())
+        report = index.trim_to_budget(budget)
+        pure = trim_to_budget(history(), budget)
+        assert (index.messages, index.turn_ids, report.over_budget) == (pure.messages, pure.kept, pure.over_budget)
+
+
+def test_turn_index_validate_matches_find_problems_after_trims():
+    index = TurnIndex([SYSTEM, user("a"), asks("p1"), result("p1"), reply("b")], pinned={0})
+    for k in range(40):
+        index.extend([user(f"q{k}"), asks(f"x{k}"), result(f"x{k}"), reply("done")])
+        index.trim_to_turns(3)
+    index.extend([user("late"), reply("hm"), result("p1"), result("x39"), result("zzz")])
+    assert index.validate() == find_problems(index.messages) and len(index.validate()) == 3
+
+
+def test_turn_index_refuses_to_trim_an_invalid_history():
+    index = TurnIndex([user("a"), asks("c1")])
+    with pytest.raises(HistoryError, match="did not have response messages"):
+        index.trim_to_budget(10)
+
+
+def test_turn_index_cannot_pin_a_dropped_turn():
+    index = TurnIndex(history())
+    index.trim_to_turns(1)
+    with pytest.raises(HistoryError, match="already dropped"):
+        index.pin(0)
+
+
+def test_turn_index_recount_picks_up_ledger_costs():
+    ledger, messages = UsageLedger(), history()
+    index = TurnIndex(messages, count=ledger.count)
+    ledger.record(messages, server_prompt(messages))
+    index.recount()
+    assert index.tokens == server_prompt(messages)
+    index.extend([reply("Open until 22:00."), user("Thanks!")])
+    ledger.record(index.messages, server_prompt(index.messages))
+    index.recount(tail=2)
+    assert index.tokens == server_prompt(index.messages)
