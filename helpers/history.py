@@ -499,10 +499,33 @@ class UsageLedger:
         return total, used, overhead_used, avail
 
     def cost(self, messages: Sequence[dict]) -> tuple[int, bool]:
-        """(tokens, exact) for sending ``messages``: known spans exactly, the rest estimated."""
+        """(tokens, exact) for sending ``messages``: known spans exactly, the rest estimated.
+
+        A span that trimming broke (some of its messages dropped) is costed from whichever
+        side is smaller: its exact total minus estimates of the dropped messages, or
+        estimates of the kept ones. The first span carries the request overhead (tool
+        schemas included), so dropping the first turn does not lose that exact figure.
+        """
         keys = [self.key(m) for m in messages]
-        total, _, overhead_used, left = self._cover(keys)
-        estimated = 0
+        total, used, overhead_used, left = self._cover(keys)
+        sample = dict(zip(keys, messages))
+        partial = False
+        for span in reversed(self._spans):
+            if any(span is u for u in used) or (span.has_overhead and overhead_used):
+                continue
+            present = Counter({k: min(c, left[k]) for k, c in span.counts.items() if left[k] > 0})
+            if not present:
+                continue
+            missing = span.counts - present
+            est_missing = sum(self.estimate(json.loads(k)) * c for k, c in missing.items())
+            est_present = (sum(self.estimate(sample[k]) * c for k, c in present.items())
+                           + (self.overhead if span.has_overhead else 0))
+            if est_missing < est_present:
+                total += max(span.tokens - est_missing, 0)
+                left.subtract(present)
+                overhead_used = overhead_used or span.has_overhead
+                partial = True
+        estimated = int(partial)
         for key, message in zip(keys, messages):
             if left[key] > 0:
                 left[key] -= 1
@@ -523,6 +546,7 @@ class UsageLedger:
         if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or prompt_tokens < 0:
             raise HistoryError(f"prompt_tokens must be a whole number >= 0 (got {prompt_tokens!r}); pass "
                                "response.usage.prompt_tokens")
+        predicted, predicted_exact = self.cost(messages)
         keys = [self.key(m) for m in messages]
         estimates = [self.estimate(m) for m in messages]
         covered, used, overhead_used, left = self._cover(keys)
@@ -536,7 +560,6 @@ class UsageLedger:
                     is_new[i] = True
         rest = [i for i in range(len(keys)) if is_new[i]]
         new_estimated = sum(estimates[i] for i in rest) + (0 if overhead_used else self.overhead)
-        predicted = covered + new_estimated
         remainder = prompt_tokens - covered
         consistent = remainder >= 0 and (bool(rest) or not overhead_used or remainder == 0)
         if consistent:
@@ -552,7 +575,7 @@ class UsageLedger:
         self._by_id = {id(obj): (obj, share) for span in spans for obj, share in span.members}
         self._by_key = {k: share for span in spans for k, (_, share) in zip(span.keys, span.members)}
         entry = UsageRecord(len(self.records) + 1, len(keys), prompt_tokens, sum(estimates) + self.overhead,
-                            predicted, not rest and overhead_used, len(rest), new_tokens, new_estimated)
+                            predicted, predicted_exact, len(rest), new_tokens, new_estimated)
         self.records.append(entry)
         return entry
 

@@ -374,3 +374,26 @@ def test_turn_index_recount_picks_up_ledger_costs():
     ledger.record(index.messages, server_prompt(index.messages))
     index.recount(tail=2)
     assert index.tokens == server_prompt(index.messages)
+
+
+def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
+    """Tool schemas make the request overhead large; trimming turn 0 must not lose that exact figure."""
+    from helpers import tokens as server
+
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "x " * 80,
+                                               "parameters": {"type": "object", "properties": {}}}}
+             for i in range(4)]
+    system = {"role": "system", "content": "You are a campus assistant."}
+    turn0 = [{"role": "user", "content": "When does the AI club meet?"},
+             {"role": "assistant", "content": "Thursdays at 18:00 [club-ai]."}]
+    turn1 = [{"role": "user", "content": "And office hours?"},
+             {"role": "assistant", "content": "Tuesdays at 14:00 [office-hours-cs]."}]
+    ledger = UsageLedger()
+    ledger.record([system, turn0[0]], server.count_request([system, turn0[0]], tools))
+    ledger.record([system] + turn0 + [turn1[0]], server.count_request([system] + turn0 + [turn1[0]], tools))
+    after_trim = [system, turn1[0]]  # turn 0 dropped
+    predicted, exact = ledger.cost(after_trim)
+    reported = server.count_request(after_trim, tools)
+    assert not exact
+    assert server.count_tools(tools) > 300
+    assert abs(predicted - reported) <= 10  # only the dropped user message was estimated
