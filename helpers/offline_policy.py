@@ -4,7 +4,28 @@
 text or tool calls. The rules, in order:
 
 1. **Special tasks** named in the system prompt: a grounding judge or a scope
-   classifier (notebook 03), a summariser (notebook 08). Each has its own rule below.
+   classifier (notebook 03), a conversation summariser (notebook 08), a profile
+   extractor (notebook 09). Each has its own rule below:
+   - *summariser* (``summarise_conversation``): extractive. For every turn in the
+     TURNS section it keeps the user's words (first two sentences, at most 30 words)
+     and the final assistant answer (first sentence, at most 25 words) as one line
+     ``[turn N] user: "..." -> assistant: "..."``; acknowledgements ("ok", "thanks")
+     are left out. Lines of the PREVIOUS SUMMARY come first. Over the WORD LIMIT it
+     drops the oldest lines. It does not read the KEEP list (like a model that skims
+     its instructions); facts named in a MISSING section (a re-ask) are appended on a
+     ``Pinned:`` line, which later summaries carry over.
+   - *profile extractor* (``extract_profile_facts``): regular expressions on the
+     USER SAID section only (never on the assistant's words): "my name is X" / "call
+     me X" -> name; "my goal is to ..." / "I'm aiming to ..." -> goal; "I'm vegetarian"
+     (vegan, gluten-free, allergic to ...) -> constraint/diet; "I can't do ..." ->
+     constraint; "I prefer ..." -> preference. Reply: strict JSON ``{"facts": [...]}``.
+1b. **Questions about the user** ("what is my name?", "what did I say about
+   mornings?", "do you remember my ...?"), asked as the newest message: answered
+   without tools from the user's own statements in the request -- sentences of earlier
+   user messages, ``[turn N] user: "..."`` lines and ``- key: value (turn N, ...)``
+   profile lines in later system messages (memory blocks) -- picking the statement
+   sharing the most content words with the question (ties: the latest). With none
+   sharing a word, it says it doesn't know: a forgotten fact stays forgotten.
 2. **After tool results** (the last message is a tool result): if the question still
    needs something (a day count, a second lookup), ask for it; otherwise answer from
    the tool results of this turn. After a tool error, retry that call once, then give up
@@ -21,8 +42,8 @@ text or tool calls. The rules, in order:
    ``[club-ai] AI Club: ...``) with the sentence most similar to the question (the
    local MiniLM model; below ``ANSWER_SIMILARITY`` it says it doesn't know), citing the
    entry id; otherwise a short honest reply.
-   System prompt directives it honours: "your name is X", "one sentence",
-   "uppercase", "answer in French" (it can only prefix a greeting), "bullet points".
+   System prompt directives it honours: "your name is X" (in a greeting), "one
+   sentence" / "brief" / "concise", "bullet points", "uppercase" / "shout".
 """
 from __future__ import annotations
 
@@ -200,6 +221,9 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None) ->
     task = _special_task(system, messages)
     if task is not None:
         return task
+    about_user = _about_user(messages)
+    if about_user is not None:
+        return Decision(content=_style(about_user, system))
     offered = _tool_names(tools) if tool_choice != "none" else set()
     start = _last_user_index(messages)
     question = _text(messages[start]) if start >= 0 else ""
@@ -371,7 +395,7 @@ def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str
 def _style(text: str, system: str) -> str:
     """Apply the few system-prompt directives the stand-in understands."""
     s = system.lower()
-    name = re.search(r"your name is ([A-Z][\w-]*)", system)
+    name = re.search(r"[Yy]our name is ([A-Z][\w-]*)", system)
     if name and text.startswith("Hello, I'm the"):
         text = text.replace("Hello, I'm the", f"Hello, I'm {name.group(1)}, running on the", 1)
     if re.search(r"\bone sentence\b|\bbrief\b|\bconcise\b", s):
@@ -391,6 +415,10 @@ def _special_task(system: str, messages: list[dict]) -> Decision | None:
         return Decision(content=json.dumps(judge_grounding(_text(messages[-1]))))
     if "scope classifier" in lowered:
         return Decision(content=json.dumps(classify_scope(_text(messages[-1]))))
+    if "conversation summariser" in lowered:
+        return Decision(content=summarise_conversation(_text(messages[-1])))
+    if "profile extractor" in lowered:
+        return Decision(content=json.dumps(extract_profile_facts(_text(messages[-1]))))
     return None
 
 
@@ -432,3 +460,165 @@ def classify_scope(request: str) -> dict:
     if set(_WORD.findall(request.lower())) & _CAMPUS_WORDS:
         return {"category": "campus", "reason": "about campus life"}
     return {"category": "off_topic", "reason": "not about the campus"}
+
+
+# ---------------------------------------------------------------- memory tasks (notebooks 08-09)
+
+_SECTION = re.compile(r"^([A-Z][A-Z ]+?)(?: \([^)\n]*\))?:[ \t]*(.*)$", re.M)
+_TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
+_ACKS = set("ok okay k thanks thank you thx cool great nice sure yes yep no nope fine got it alright right "
+            "perfect awesome bye hi hello hey cheers".split())
+PINNED_PREFIX = "Pinned"
+CONDENSED_NOTE = "(Older turns were condensed away to stay within the word limit.)"
+
+
+def _sections(prompt: str) -> dict[str, str]:
+    """Upper-case ``NAME:`` headers at the start of a line, each with the text up to the next header."""
+    found = list(_SECTION.finditer(prompt))
+    out = {}
+    for i, match in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(prompt)
+        out[match.group(1).strip()] = (match.group(2) + prompt[match.end():end]).strip()
+    return out
+
+
+def _clip(text: str, sentences: int, words: int) -> str:
+    kept = " ".join(re.split(r"(?<=[.!?])\s+", " ".join(text.split()))[:sentences]).split()
+    return " ".join(kept[:words]) + (" …" if len(kept) > words else "")
+
+
+def _is_ack(text: str) -> bool:
+    return set(re.findall(r"[a-z]+", text.lower())) <= _ACKS
+
+
+def _bullets(text: str) -> list[str]:
+    return [line.strip()[2:].strip() for line in text.splitlines() if line.strip().startswith("- ")]
+
+
+def summarise_conversation(prompt: str) -> str:
+    """Rule: extractive summary, one line per turn (see the module docstring)."""
+    parts = _sections(prompt)
+    lines, pinned = [], []
+    for line in parts.get("PREVIOUS SUMMARY", "").splitlines():
+        line = line.strip()
+        if line.startswith(PINNED_PREFIX):
+            pinned += [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
+        elif line and line not in ("(none)", CONDENSED_NOTE):
+            lines.append(line)
+    turns: dict[int, dict[str, str]] = {}
+    for line in parts.get("TURNS", "").splitlines():
+        match = _TURN_LINE.match(line.strip())
+        if match:
+            turn = turns.setdefault(int(match.group(1)), {})
+            role, text = match.group(2), match.group(3).strip()
+            if role == "user":
+                turn.setdefault("user", text)
+            elif role == "assistant" and text:
+                turn["assistant"] = text  # the last one is the final answer
+    for turn_id, turn in sorted(turns.items()):
+        said = turn.get("user", "")
+        if not said or _is_ack(said):
+            continue
+        line = f'[turn {turn_id}] user: "{_clip(said, 2, 30)}"'
+        if turn.get("assistant"):
+            line += f' -> assistant: "{_clip(turn["assistant"], 1, 25)}"'
+        lines.append(line.replace('""', '"'))
+    for fact in _bullets(parts.get("MISSING", "")):
+        if fact not in pinned:
+            pinned.append(fact)
+    limit_match = re.search(r"\d+", parts.get("WORD LIMIT", ""))
+    limit = int(limit_match.group(0)) if limit_match else 120
+    pinned_line = [f"{PINNED_PREFIX}: " + "; ".join(pinned)] if pinned else []
+    condensed = False
+    while len(lines) > 1 and sum(len(x.split()) for x in lines + pinned_line) > limit:
+        lines.pop(0)
+        condensed = True
+    return "\n".join(([CONDENSED_NOTE] if condensed else []) + lines + pinned_line) or "(nothing to summarise)"
+
+
+_NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
+_UNTIL = r"([^.!?,;\n]+)"
+_TIME_WORDS = re.compile(r"\b(mornings?|afternoons?|evenings?|nights?|weekends?|weekdays?|"
+                         + "|".join(WEEKDAYS) + r")s?\b", re.I)
+_CONTACT_WORDS = re.compile(r"\b(e-?mail|texts?|phone|calls?)\b", re.I)
+PROFILE_RULES: tuple[tuple[str, str, str], ...] = (
+    # (key, topic, pattern): topic "*" means "work it out from the value" (_topic)
+    ("name", "name", r"\b(?i:my name is) " + _NAME),  # names must be capitalised; the lead-in may not be
+    ("name", "name", r"\b(?i:call me|i go by) " + _NAME),
+    ("goal", "goal", r"\bmy goal is to " + _UNTIL),
+    ("goal", "goal", r"\bi(?:'m| am) (?:aiming|hoping|planning) to " + _UNTIL),
+    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|"
+                           r"allergic to [a-z -]+?(?=[.!?,;\n]|$))\b"),
+    ("constraint", "*", r"\bi ((?:can't|cannot|can not) (?:do|make|attend) [^.!?,;\n]+)"),
+    ("preference", "*", r"\bi(?:'d| would)? (?:really )?prefer " + _UNTIL),
+)
+
+
+def _topic(value: str) -> str:
+    if _TIME_WORDS.search(value):
+        return "schedule"
+    if _CONTACT_WORDS.search(value):
+        return "contact"
+    words = re.findall(r"[a-z]+", value.lower())
+    return words[-1].rstrip("s") if words else "general"
+
+
+def extract_profile_facts(prompt: str) -> dict:
+    """Rule: the regular expressions in PROFILE_RULES, applied to the USER SAID section only."""
+    said = _sections(prompt).get("USER SAID", "")
+    facts = []
+    for key, topic, pattern in PROFILE_RULES:
+        for match in re.finditer(pattern, said, 0 if key == "name" else re.I):
+            value = " ".join(match.group(1).split()).strip(" '\"")
+            facts.append({"key": key, "topic": _topic(value) if topic == "*" else topic, "value": value})
+    return {"facts": facts}
+
+
+_ABOUT_USER = re.compile(r"\b(?:what(?:'s| is| was| are| were) my|what did i (?:say|tell you|mention)|"
+                         r"do you (?:remember|know) (?:my|what i)|remind me (?:of |what )?my|who am i)\b", re.I)
+_QUOTED_USER = re.compile(r'\[turn (\d+)\] user: "([^"]*)"')
+_PROFILE_LINE = re.compile(r"^- ([\w /-]+): (.+?) \(turn (\d+)[^)]*\)", re.M)
+_MEMORY_STOP = _STOP | set("say said tell told mention mentioned remember remind again know about earlier "
+                           "before am".split())
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower())} - _MEMORY_STOP
+
+
+def _about_user(messages: list[dict]) -> str | None:
+    """Rule 1b: answer a question about the user from the user's own statements in the request."""
+    if not messages or messages[-1].get("role") != "user":
+        return None
+    question = _text(messages[-1])
+    if not _ABOUT_USER.search(question):
+        return None
+    wanted = _stems(question)
+    candidates: list[tuple[str, str | None, str]] = []  # (kind, turn id, text)
+    system_seen = 0
+    for message in messages[:-1]:
+        role, text = message.get("role"), _text(message)
+        if role in ("system", "developer"):
+            system_seen += 1
+            if system_seen == 1:
+                continue  # the operator's prompt, not a memory block
+            candidates += [("quote", m.group(1), m.group(2)) for m in _QUOTED_USER.finditer(text)]
+            candidates += [("profile", m.group(3), f"{m.group(1)}: {m.group(2)}|{m.group(0)}")
+                           for m in _PROFILE_LINE.finditer(text)]
+        elif role == "user":
+            candidates += [("quote", None, s) for s in re.split(r"(?<=[.!?])\s+", text.strip())
+                           if s and not s.rstrip().endswith("?")]
+    best, best_score = None, 0
+    for candidate in candidates:
+        score = len(wanted & _stems(candidate[2].split("|")[0]))
+        if score and score >= best_score:
+            best, best_score = candidate, score
+    if best is None:
+        return "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
+    kind, turn_id, text = best
+    where = f" (turn {turn_id})" if turn_id is not None else ""
+    if kind == "profile":
+        fact, _, line = text.partition("|")
+        stale = " It may be out of date, so please confirm." if "possibly outdated" in line else ""
+        return f"Your profile says{where}: {fact}.{stale}"
+    return f'You told me{where}: "{text.strip()}"'
