@@ -8,13 +8,20 @@ the tool call it answers. A failed turn leaves the list exactly as it was.
 Token budgets are exact for everything already sent: a ``UsageLedger`` learns each
 message's real cost from the server's ``usage.prompt_tokens``; only messages the
 server has not seen yet are estimated.
+
+With ``memory=MemoryAssembler(...)`` (``helpers.memory.assembler``, lessons 08-09) the
+session still keeps every raw turn (the window in its list, older ones in ``dropped``),
+but what it *sends* is assembled per request: system prompt, profile, summary of the
+turns that left the window, recalled older turns, then the newest whole turns --
+all within ``max_tokens``. Without ``memory`` nothing changes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS, AgentResult, agent_turn
-from helpers.history import DroppedTurn, TurnIndex, UsageLedger, approx_tokens
+from helpers.history import DroppedTurn, TurnIndex, UsageLedger, approx_tokens, split_turns
+from helpers.tools import tool_schemas
 
 SESSION_SYSTEM_PROMPT = (
     "You are the Larkspur University campus assistant in an ongoing conversation. Resolve references such as "
@@ -40,7 +47,8 @@ class SessionStats:
     """Per-request numbers for plots: reported prompt tokens and what was estimated beforehand."""
 
     prompt_tokens: list[int] = field(default_factory=list)
-    estimated_tokens: list[int] = field(default_factory=list)
+    estimated_tokens: list[int] = field(default_factory=list)  # ledger: exact where known, estimates elsewhere
+    naive_tokens: list[int] = field(default_factory=list)  # approx_tokens for every message, no ledger
     turn_of_request: list[int] = field(default_factory=list)
 
 
@@ -50,11 +58,15 @@ class ChatSession:
     ``max_turns`` is how many earlier turns are remembered when a new question arrives
     (the request carries them plus the new turn); ``max_tokens`` caps the request the
     same way, by exactly counted tokens.
+
+    ``memory`` (a ``MemoryAssembler``) switches to assembled requests: ``max_turns`` (or
+    ``memory.window_turns``) is the sliding window whose dropped turns feed the summary,
+    and ``max_tokens`` caps each turn's first request, tool schemas included.
     """
 
     def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, *, max_turns: int | None = None,
                  max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,
-                 registry=None, max_steps: int = MAX_STEPS, verbose: bool = False):
+                 registry=None, max_steps: int = MAX_STEPS, verbose: bool = False, memory=None):
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be at least 1 (got {max_turns}); the newest turn is always kept")
         if max_tokens is not None and max_tokens < 1:
@@ -64,6 +76,9 @@ class ChatSession:
         self.client, self.settings = client, settings
         self.tools, self.registry, self.max_steps = tools, registry, max_steps
         self.verbose = verbose
+        self.memory = memory
+        if memory is not None:
+            memory.attach(client, settings)
         self.ledger = UsageLedger()
         self.dropped: list[DroppedTurn] = []
         self.turns: list[TurnRecord] = []
@@ -98,6 +113,8 @@ class ChatSession:
         self.dropped.clear()
         self.turns.clear()
         self._reset_index([])
+        if self.memory is not None:
+            self.memory.reset()
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest whole turn; returns what it was, or None when there is nothing to undo."""
@@ -110,6 +127,8 @@ class ChatSession:
         removed = next((t for t in reversed(self.turns) if t.turn_id == ids[-1]), None)
         if removed is not None:
             self.turns.remove(removed)
+        if self.memory is not None:
+            self.memory.discard(ids[-1])
         return removed
 
     # ------------------------------------------------------------ saving and restoring
@@ -130,10 +149,12 @@ class ChatSession:
 
     def memory_state(self) -> dict:
         """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots."""
-        return {}
+        return self.memory.state() if self.memory is not None else {}
 
     def restore_memory_state(self, state: dict) -> None:
         """Counterpart of ``memory_state``."""
+        if self.memory is not None:
+            self.memory.restore(state)
 
     @classmethod
     def from_snapshot(cls, state: dict, **kwargs) -> "ChatSession":
@@ -158,9 +179,10 @@ class ChatSession:
 
     def _trim(self, reserve: int = 0) -> list[DroppedTurn]:
         dropped = []
-        if self.max_turns is not None:
-            dropped += self._index.trim_to_turns(self.max_turns).dropped
-        if self.max_tokens is not None:
+        max_turns = self.max_turns if self.max_turns is not None or self.memory is None else self.memory.window_turns
+        if max_turns is not None:
+            dropped += self._index.trim_to_turns(max_turns).dropped
+        if self.max_tokens is not None and self.memory is None:  # with memory, the assembler keeps the budget
             dropped += self._index.trim_to_budget(max(self.max_tokens - reserve, 0)).dropped
         for turn in dropped:
             turn.turn_id = self._session_id(turn.turn_id)
@@ -185,6 +207,8 @@ class ChatSession:
         return (yield from self._turn(text, stream=True))
 
     def _turn(self, text: str, stream: bool):
+        if self.memory is not None:
+            return (yield from self._memory_turn(text, stream))
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)
@@ -196,6 +220,7 @@ class ChatSession:
             self.ledger.record(working[:sent], response.usage.prompt_tokens)
             self.stats.prompt_tokens.append(response.usage.prompt_tokens)
             self.stats.estimated_tokens.append(estimate)
+            self.stats.naive_tokens.append(sum(approx_tokens(m) for m in working[:sent]) + self.ledger.overhead)
             self.stats.turn_of_request.append(turn_number)
 
         result: AgentResult = yield from agent_turn(
@@ -206,6 +231,33 @@ class ChatSession:
         self._index.recount(tail=len(result.added) + 1 if self.turns else None)
         turn_id = self._session_id(self._index.turn_ids[-1])
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
+        return result.answer
+
+    def _memory_turn(self, text: str, stream: bool):
+        """A turn with an assembled request: forget (summarise), build, run the loop, remember."""
+        for event in self.memory.forget(self._trim()):
+            self._say(f"memory  {event}")
+        _, window_turns = split_turns(self._index.messages)
+        assembly = self.memory.build(self.system_prompt, list(zip(self.turn_ids, window_turns)), text,
+                                     budget=self.max_tokens, tools=tool_schemas(self.tools, self.registry))
+        for line in assembly.report.lines():
+            self._say(f"context {line.strip()}")
+        working, turn_number = assembly.messages, self._next_id
+        base = len(working) + 1  # the assembled messages plus the question
+
+        def record(sent: int, response) -> None:
+            self.stats.prompt_tokens.append(response.usage.prompt_tokens)
+            self.stats.estimated_tokens.append(assembly.report.total + sum(map(self.memory.count, working[base:sent])))
+            self.stats.turn_of_request.append(turn_number)
+
+        result: AgentResult = yield from agent_turn(
+            text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
+            registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
+        self._index.extend(result.added)
+        turn_id = self._session_id(self._index.turn_ids[-1])
+        self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
+        for event in self.memory.remember(turn_id, result.added):
+            self._say(f"memory  {event}")
         return result.answer
 
     def show(self, width: int = 100) -> None:
