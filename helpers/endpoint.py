@@ -1,0 +1,111 @@
+"""Check an endpoint in one line: is it reachable, is the key accepted, does the model exist?
+
+``check_endpoint(client, model)`` asks the server for its model list, then sends a
+one-token chat completion. ``str()`` of the result is one line meant for a
+notebook output; it names the server and the model but never the key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import openai
+
+_SHOWN_MODELS = 5
+
+
+@dataclass(frozen=True)
+class EndpointStatus:
+    """What check_endpoint found; ``ok`` is True only when a real chat request worked."""
+
+    base_url: str
+    model: str
+    reachable: bool = False
+    key_accepted: bool | None = None     # None: not reached far enough to tell
+    model_found: bool | None = None      # None: not reached far enough to tell
+    chat_works: bool = False
+    available_models: tuple[str, ...] = field(default=(), repr=False)
+    problem: str = ""                    # what went wrong and what to do, empty when ok
+
+    @property
+    def ok(self) -> bool:
+        """True when the endpoint answered a chat completion for this model."""
+        return self.chat_works
+
+    def __str__(self) -> str:
+        where = f"{self.base_url} model {self.model}"
+        if self.ok:
+            return f"OK: {where}: reachable, key accepted, model answers"
+        return f"PROBLEM: {where}: {self.problem}"
+
+
+def _hide(text: str, secret: str | None) -> str:
+    """``text`` with the key replaced by ***, in case a server echoes it back."""
+    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+
+
+def _error_text(error: openai.APIStatusError) -> str:
+    body = error.body if isinstance(error.body, dict) else {}
+    inner = body.get("error", body)
+    message = inner.get("message") if isinstance(inner, dict) else None
+    if not message and isinstance(body.get("detail"), (str, list)):
+        message = str(body["detail"])
+    return (message or error.message or "").strip().replace("\n", " ")[:200]
+
+
+def _models_hint(models: tuple[str, ...]) -> str:
+    if not models:
+        return "the server lists no models"
+    shown = ", ".join(models[:_SHOWN_MODELS])
+    more = f" (+{len(models) - _SHOWN_MODELS} more)" if len(models) > _SHOWN_MODELS else ""
+    return f"available: {shown}{more}"
+
+
+def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) -> EndpointStatus:
+    """Diagnose ``client`` for ``model``: reachability, key, model listed, and a 1-token chat reply."""
+    base_url = str(client.base_url).rstrip("/")
+    key = getattr(client, "api_key", None)
+    quick = client.with_options(max_retries=0, timeout=timeout)
+    status = dict(base_url=base_url, model=model)
+
+    def result(**found) -> EndpointStatus:
+        if "problem" in found:
+            found["problem"] = _hide(found["problem"], key)
+        return EndpointStatus(**{**status, **found})
+
+    # Step 1: the model list (some servers do not implement it; then only the chat call decides).
+    models: tuple[str, ...] = ()
+    listed = False
+    try:
+        models = tuple(sorted(m.id for m in quick.models.list()))
+        listed = True
+    except (openai.APITimeoutError, openai.APIConnectionError):
+        return result(problem="cannot reach the server; check the URL and that the server is running")
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        return result(reachable=True, key_accepted=False,
+                      problem=f"key rejected (HTTP {error.status_code}); check the API key")
+    except (openai.NotFoundError, openai.UnprocessableEntityError, openai.BadRequestError):
+        pass  # no /models endpoint here: fall through to the chat request
+    except openai.APIStatusError as error:
+        return result(reachable=True, problem=f"listing models failed with HTTP {error.status_code}: "
+                                              f"{_error_text(error)}")
+    status.update(reachable=True, key_accepted=True if listed else None, available_models=models)
+    if listed and model not in models:
+        return result(model_found=False, problem=f"model not found; {_models_hint(models)}")
+
+    # Step 2: one token of a real chat completion.
+    try:
+        quick.chat.completions.create(model=model, max_tokens=1, temperature=0,
+                                      messages=[{"role": "user", "content": "Say OK."}])
+    except (openai.APITimeoutError, openai.APIConnectionError):
+        return result(problem="the model list answered but the chat request did not come back; "
+                              "the server may be overloaded or still loading the model")
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+        return result(key_accepted=False, problem=f"key rejected for chat (HTTP {error.status_code}); "
+                                                  "check the API key and that it may use this model")
+    except openai.NotFoundError as error:
+        return result(model_found=False, problem=f"model not found (HTTP 404: {_error_text(error)}); "
+                                                 f"{_models_hint(models)}")
+    except openai.APIStatusError as error:
+        return result(model_found=True if listed else None,
+                      problem=f"chat request failed with HTTP {error.status_code}: {_error_text(error)}")
+    return result(key_accepted=True, model_found=True, chat_works=True)
