@@ -156,6 +156,9 @@ def _float_env(name: str, default: float) -> float:
 def load_settings(backend: str | None = None, *, prompt: bool | None = None, **overrides) -> Settings:
     """Decide backend, URL, models and key from arguments, then environment, then defaults.
 
+    ``base_url``, ``chat_model`` and ``embedding_model`` may be given as keyword arguments;
+    any other keyword replaces that field of the result (e.g. ``timeout=10``).
+
     An explicit ``backend`` argument or ``WORKSHOP_BACKEND`` always wins over the automatic
     choice (key present -> nim, no key -> offline).
     """
@@ -170,9 +173,10 @@ def load_settings(backend: str | None = None, *, prompt: bool | None = None, **o
     if chosen is None:
         chosen = "nim" if key else "offline"
 
-    base_url = os.environ.get("WORKSHOP_BASE_URL", "").strip()
-    chat_model = os.environ.get("WORKSHOP_CHAT_MODEL", "").strip()
-    embedding_model = os.environ.get("WORKSHOP_EMBEDDING_MODEL", "").strip()
+    base_url = (overrides.pop("base_url", None) or os.environ.get("WORKSHOP_BASE_URL", "")).strip()
+    chat_model = (overrides.pop("chat_model", None) or os.environ.get("WORKSHOP_CHAT_MODEL", "")).strip()
+    embedding_model = (overrides.pop("embedding_model", None)
+                       or os.environ.get("WORKSHOP_EMBEDDING_MODEL", "")).strip()
     if chosen == "nim":
         if not key:
             raise ConfigError(

@@ -140,3 +140,8 @@ def test_bad_number_is_explained(clean_env, monkeypatch):
     monkeypatch.setenv("WORKSHOP_TEMPERATURE", "warm")
     with pytest.raises(ConfigError, match="WORKSHOP_TEMPERATURE"):
         load_settings()
+
+
+def test_arguments_take_the_place_of_environment(clean_env):
+    settings = load_settings("openai-compatible", base_url="http://localhost:8001/v1", chat_model="m", timeout=5)
+    assert (settings.base_url, settings.chat_model, settings.timeout) == ("http://localhost:8001/v1", "m", 5)
