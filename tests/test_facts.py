@@ -17,8 +17,10 @@ from helpers.memory.facts import (
 )
 from helpers.memory.facts_store import MIGRATIONS, FactStoreError, SQLiteFactStore
 
+from test_postgres import pg_fact_store  # noqa: E402  (skips when no server: see tests/setup_postgres.sh)
+
 # A second backend (PostgreSQL, say) adds a factory here and inherits every test in this file.
-STORES = {"sqlite": lambda tmp_path: SQLiteFactStore(str(tmp_path / "facts.db"))}
+STORES = {"sqlite": lambda tmp_path: SQLiteFactStore(str(tmp_path / "facts.db")), "postgres": pg_fact_store}
 
 
 @pytest.fixture(params=sorted(STORES))
@@ -343,6 +345,8 @@ def test_a_batch_is_decided_in_order_inside_one_transaction(memory):
 
 
 def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch):
+    if not isinstance(memory.store, SQLiteFactStore):
+        pytest.skip("injects a sqlite3 error; tests/test_postgres.py has the PostgreSQL version")
     from helpers.memory import facts_store
 
     def broken_save(self, changes):

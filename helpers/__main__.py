@@ -1,0 +1,4 @@
+"""``python -m helpers chat``: the terminal chat (see ``helpers.cli``)."""
+from helpers.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""``python -m helpers chat``: the campus assistant in a terminal, with conversations saved between runs.
+
+Offline by default (the stand-in, no key needed); ``--backend nim`` or ``openai-compatible`` uses
+the same settings as the notebooks. Every completed turn is saved to ``--db`` (a SQLite file, or a
+``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run.
+
+Commands inside the chat: /history, /memory, /undo, /reset, /sessions, /help, /quit (or Ctrl-D).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from helpers.client import EndpointError, make_client
+from helpers.config import BACKENDS, ConfigError, load_settings
+from helpers.memory.store import PersistentSession, SessionStore, SessionStoreError, SQLiteSessionStore
+
+COMMANDS = {
+    "/history": "the conversation so far (turns trimmed from memory are marked)",
+    "/memory": "what the session remembers: turns kept, dropped, summary/profile",
+    "/undo": "forget the newest turn (saved)",
+    "/reset": "forget the whole conversation (saved; the session id stays)",
+    "/sessions": "this user's saved sessions",
+    "/help": "this list",
+    "/quit": "leave (the conversation is already saved)",
+}
+
+
+def default_db_path() -> str:
+    """$WORKSHOP_SESSION_DB, else sessions.db in the user's data folder."""
+    if os.environ.get("WORKSHOP_SESSION_DB"):
+        return os.environ["WORKSHOP_SESSION_DB"]
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "agent-memory-workshop" / "sessions.db")
+
+
+def open_store(db: str) -> SessionStore:
+    """A PostgresSessionStore for a postgresql:// DSN, else a SQLiteSessionStore (folder created)."""
+    if db.startswith(("postgresql://", "postgres://")):
+        try:
+            from helpers.memory.postgres import PostgresSessionStore
+        except ImportError:
+            raise SessionStoreError('a postgresql:// --db needs psycopg: pip install "psycopg[binary]"') from None
+        return PostgresSessionStore(db)
+    path = Path(db).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteSessionStore(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(prog="python -m helpers", description="Agent-memory workshop tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chat = commands.add_parser("chat", help="chat with the campus assistant; conversations are saved and resumable")
+    chat.add_argument("--user", default=os.environ.get("WORKSHOP_USER", "learner"), help="user id (default: learner)")
+    chat.add_argument("--session", default="main", help="session id to start or resume (default: main)")
+    chat.add_argument("--db", default=None, help="SQLite file or postgresql:// DSN (default: $WORKSHOP_SESSION_DB "
+                                                 "or ~/.local/share/agent-memory-workshop/sessions.db)")
+    chat.add_argument("--backend", choices=BACKENDS, default=None,
+                      help="where requests go (default: $WORKSHOP_BACKEND, else offline)")
+    chat.add_argument("--max-turns", type=int, default=None, help="earlier turns remembered (default: all)")
+    chat.add_argument("--verbose", action="store_true", help="show tool calls as they happen")
+    return parser
+
+
+class TerminalChat:
+    """The read-eval-print loop, with input and output injectable for tests."""
+
+    def __init__(self, session: PersistentSession, *, db: str, resume: str = "", read: Callable[[str], str] = input,
+                 write: Callable[[str], None] = print):
+        self.session, self.db, self.resume, self.read, self.write = session, db, resume, read, write
+
+    def run(self) -> int:
+        """Chat until /quit or end of input; returns the exit status."""
+        while True:
+            try:
+                line = self.read("you> ").strip()
+            except EOFError:
+                self.write("")
+                return self.quit()
+            except KeyboardInterrupt:
+                self.write("")
+                return self.quit()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if line.split()[0] in ("/quit", "/exit"):
+                    return self.quit()
+                self.command(line.split()[0])
+                continue
+            self.ask(line)
+
+    def ask(self, text: str) -> None:
+        """One turn; errors are explained and the loop goes on (a failed turn saves nothing)."""
+        try:
+            if hasattr(self.session.session, "stream"):
+                sys.stdout.write("assistant> ")
+                for piece in self.session.stream(text):
+                    sys.stdout.write(piece)
+                    sys.stdout.flush()
+                self.write("")
+            else:
+                self.write(f"assistant> {self.session.chat(text)}")
+        except KeyboardInterrupt:
+            self.write("\n(interrupted: that turn was not saved)")
+        except (EndpointError, ConfigError, SessionStoreError) as err:
+            self.write(f"error: {err}")
+
+    def command(self, name: str) -> None:
+        """Run one slash command."""
+        session = self.session.session
+        if name == "/undo":
+            removed = self.session.undo()
+            self.write(f"Undid turn {removed.turn_id}: {removed.question}" if removed else "Nothing to undo.")
+        elif name == "/reset":
+            self.session.reset()
+            self.write("Forgot the conversation (the session id stays; saved).")
+        elif name == "/history":
+            dropped = {d.turn_id for d in session.dropped}
+            if not session.turns:
+                self.write("No turns yet.")
+            for turn in session.turns:
+                mark = "  (trimmed from memory)" if turn.turn_id in dropped else ""
+                self.write(f"[{turn.turn_id}] you: {turn.question}{mark}\n    assistant: {turn.answer}")
+        elif name == "/memory":
+            memory = session.memory_state()
+            self.write(f"turns kept: {session.turn_ids or 'none'}; dropped by trimming: "
+                       f"{[d.turn_id for d in session.dropped] or 'none'}; {len(session.messages)} messages")
+            self.write(f"summary/profile: {memory if memory else 'none'}")
+            self.write(f"stored: {self.session.user_id}/{self.session.session_id} revision {self.session.revision} "
+                       f"in {self.db}")
+        elif name == "/sessions":
+            for info in self.session.store.list_sessions(self.session.user_id):
+                here = " (this one)" if info.session_id == self.session.session_id else ""
+                plural = "" if info.turns == 1 else "s"
+                self.write(f"{info.session_id}{here}: {info.turns} turn{plural}, {info.title!r}")
+        elif name == "/help":
+            for command, what in COMMANDS.items():
+                self.write(f"{command:<10} {what}")
+        else:
+            self.write(f"Unknown command {name}; try /help.")
+
+    def quit(self) -> int:
+        """Say how to come back."""
+        self.write(f"Saved. Resume with: {self.resume}" if self.resume else "Saved.")
+        return 0
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """Open the store and the session, then chat."""
+    db = args.db or default_db_path()
+    try:
+        settings = load_settings(args.backend or os.environ.get("WORKSHOP_BACKEND") or "offline")
+        store = open_store(db)
+    except (ConfigError, SessionStoreError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        kwargs = dict(client=make_client(settings), settings=settings, verbose=args.verbose)
+        if args.max_turns is not None:
+            kwargs["max_turns"] = args.max_turns
+        session = PersistentSession.open(store, args.user, args.session, **kwargs)
+        count = len(session.session.turns)
+        state = f"resumed, {count} turn{'' if count == 1 else 's'}" if session.resumed else "new"
+        print(settings.describe())
+        print(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
+              "Type a question, or /help.")
+        resume = f"python -m helpers chat --user {args.user} --session {args.session}"
+        return TerminalChat(session, db=db, resume=resume + (f" --db {args.db}" if args.db else "")).run()
+    except (SessionStoreError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m helpers``."""
+    args = build_parser().parse_args(argv)
+    if args.command == "chat":
+        return run_chat(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands

@@ -1,0 +1,628 @@
+"""Saved conversations (lesson 11): a small ``SessionStore`` protocol, its SQLite implementation,
+and ``PersistentSession``, a ChatSession that saves itself after every completed turn.
+
+A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snapshot()``:
+
+* ``sessions``: one row per conversation: a JSON header (system prompt, limits, turn ids,
+  ``next_id``, the snapshot's ``memory`` field with any summary or profile), a ``revision``
+  that grows by one per save, counts for listing, and where a fork came from.
+* ``session_turns``: one row per turn (kept in memory, dropped by trimming, or only a
+  ``TurnRecord``), with a digest of its JSON. A save after a turn inserts that turn's row and
+  rewrites only rows whose digest changed (a turn that trimming just dropped); rows of undone
+  turns are deleted. Header and rows change in one transaction, so a process killed mid-save
+  leaves the session exactly as the last committed save left it.
+
+``PersistentSession.undo()`` and ``reset()`` save too. ``fork(user, session, at_turn, new_id)`` stores a new
+session holding the turns with id < ``at_turn`` (the original with its newest turns undone), so a
+conversation can branch from an earlier point without touching the original.
+
+The same schema lives in ``helpers.memory.postgres`` for deployments with many processes.
+A SQLite file may also hold the durable fact store (``helpers.memory.facts_store``): its tables
+are recognised and left alone. Any other file - not SQLite, SQLite with someone else's tables,
+or a newer schema version - is refused with an error naming it, and never written to.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence
+
+from helpers.clock import now
+from helpers.history import split_turns
+from helpers.session import ChatSession, TurnRecord
+
+SCHEMA_TABLE = "session_schema"
+# Tables the durable fact store (lesson 10) creates; a file holding only these may also hold sessions.
+FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit"})
+MAX_ID_CHARS = 200
+
+MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (1, "create sessions and session_turns", (
+        """CREATE TABLE sessions (
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            header TEXT NOT NULL,
+            title TEXT NOT NULL,
+            turns INTEGER NOT NULL,
+            dropped INTEGER NOT NULL,
+            forked_from TEXT,
+            forked_at INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id))""",
+        """CREATE TABLE session_turns (
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            turn_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            question TEXT NOT NULL,
+            body TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
+    )),
+)
+
+
+class SessionStoreError(RuntimeError):
+    """The session store could not open, read or write; the message says what to do next."""
+
+
+class SessionNotFoundError(SessionStoreError):
+    """No session is stored under this user id and session id."""
+
+
+class SessionConflictError(SessionStoreError):
+    """Another writer saved this session since it was loaded; reload it and redo the turn."""
+
+
+class ForkError(SessionStoreError):
+    """fork() was asked for a turn it cannot branch from."""
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a listing shows about one stored session."""
+
+    user_id: str
+    session_id: str
+    revision: int
+    turns: int
+    dropped: int
+    title: str
+    created_at: str
+    updated_at: str
+    forked_from: str | None = None
+    forked_at: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A loaded session: its snapshot state plus the listing facts (revision, lineage)."""
+
+    info: SessionInfo
+    state: dict
+
+
+@dataclass(frozen=True)
+class EncodedSession:
+    """A snapshot split into a header and one row per turn: (turn_id, state, question, body, digest)."""
+
+    header: str
+    rows: list[tuple[int, str, str, str, str]]
+    title: str
+    turns: int
+    dropped: int
+
+
+class SessionStore(Protocol):
+    """Where conversations live between runs, keyed by user id and session id."""
+
+    def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
+             expected_revision: int | None = None) -> int:
+        """Store the session's snapshot in one transaction; returns the new revision."""
+
+    def load_state(self, user_id: str, session_id: str) -> StoredSession:
+        """The stored snapshot and its listing facts (SessionNotFoundError if absent)."""
+
+    def load(self, user_id: str, session_id: str, *, session_class: type[ChatSession] = ChatSession,
+             **session_kwargs: Any) -> ChatSession:
+        """A live session continuing the stored one (client, tools... from ``session_kwargs``)."""
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        """One user's sessions, most recently saved first."""
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        """Remove a session and its turns; False when there was nothing to remove."""
+
+    def fork(self, user_id: str, session_id: str, at_turn: int, new_session_id: str, *,
+             session_class: type[ChatSession] = ChatSession, **session_kwargs: Any) -> SessionInfo:
+        """A new session holding the turns before ``at_turn``; the original is untouched."""
+
+    def schema_version(self) -> int:
+        """The highest migration applied."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+# ---------------------------------------------------------------- snapshot <-> rows
+
+def check_ids(user_id: str, session_id: str) -> None:
+    """Reject ids that are not short non-empty strings (they are keys, shown in listings)."""
+    for name, value in (("user_id", user_id), ("session_id", session_id)):
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
+            raise SessionStoreError(f"{name} must be a non-empty string of at most {MAX_ID_CHARS} characters "
+                                    f"(got {value!r})")
+
+
+def _state_of(session: ChatSession | dict) -> dict:
+    state = session.snapshot() if hasattr(session, "snapshot") else session
+    if not isinstance(state, dict) or not isinstance(state.get("messages"), list) \
+            or not isinstance(state.get("turn_ids"), list):
+        raise SessionStoreError("save() needs a ChatSession or its snapshot() dict (with 'messages' and 'turn_ids')")
+    return state
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_state(session: ChatSession | dict) -> EncodedSession:
+    """Split a snapshot into a header and per-turn rows (raises SessionStoreError if it is inconsistent)."""
+    state = _state_of(session)
+    lead, chunks = split_turns(state["messages"])
+    ids = list(state["turn_ids"])
+    if len(chunks) != len(ids):
+        raise SessionStoreError(f"snapshot is inconsistent: {len(chunks)} turns in 'messages' but "
+                                f"{len(ids)} turn ids; take a fresh session.snapshot()")
+    bodies: dict[int, dict] = {}
+
+    def put(turn_id: Any, slot: str, value: Any) -> None:
+        if type(turn_id) is not int:
+            raise SessionStoreError(f"snapshot turn id {turn_id!r} is not an integer")
+        body = bodies.setdefault(turn_id, {})
+        if slot in body:
+            raise SessionStoreError(f"snapshot is inconsistent: turn {turn_id} appears twice as {slot!r}")
+        body[slot] = value
+
+    for turn_id, chunk in zip(ids, chunks, strict=True):
+        put(turn_id, "kept", chunk)
+    dropped = state.get("dropped") or []
+    for item in dropped:
+        put(item["turn_id"], "dropped", {"messages": item["messages"], "tokens": item["tokens"]})
+        if "kept" in bodies[item["turn_id"]]:
+            raise SessionStoreError(f"snapshot is inconsistent: turn {item['turn_id']} is both kept and dropped")
+    records = state.get("turns") or []
+    for record in records:
+        put(record["turn_id"], "record", record)
+    header = {k: v for k, v in state.items() if k not in ("messages", "turns", "dropped")}
+    header.update(lead=lead, dropped_ids=[d["turn_id"] for d in dropped], record_ids=[r["turn_id"] for r in records])
+    rows = []
+    for turn_id in sorted(bodies):
+        body = bodies[turn_id]
+        text = _dumps(body)
+        kind = "kept" if "kept" in body else "dropped" if "dropped" in body else "record"
+        first = (body.get("kept") or (body.get("dropped") or {}).get("messages") or [{}])[0]
+        question = body["record"]["question"] if "record" in body else str(first.get("content") or "")
+        rows.append((turn_id, kind, question[:500], text, hashlib.sha256(text.encode()).hexdigest()))
+    title = next((r[2] for r in rows if r[2]), "")[:80]
+    return EncodedSession(_dumps(header), rows, title, len(ids), len(dropped))
+
+
+def decode_state(header: str, bodies: dict[int, str]) -> dict:
+    """Rebuild the exact snapshot from a header and ``{turn_id: body}`` (inverse of ``encode_state``)."""
+    state = json.loads(header)
+    parsed = {turn_id: json.loads(body) for turn_id, body in bodies.items()}
+    try:
+        messages = list(state.pop("lead"))
+        for turn_id in state["turn_ids"]:
+            messages += parsed[turn_id]["kept"]
+        dropped = [{"turn_id": i, **parsed[i]["dropped"]} for i in state.pop("dropped_ids")]
+        records = [parsed[i]["record"] for i in state.pop("record_ids")]
+    except KeyError as err:
+        raise SessionStoreError(f"stored session is damaged: turn data {err} is missing; delete the session "
+                                "or restore the database from a backup") from None
+    state.update(messages=messages, turns=records, dropped=dropped)
+    return state
+
+
+def check_fork(state: dict, at_turn: int) -> None:
+    """Raise ForkError unless the session can branch before ``at_turn``.
+
+    Any turn id from just after the newest dropped turn up to ``next_id`` works. Forking at or
+    before a dropped turn is refused: its content may already be folded into a summary.
+    """
+    ids, next_id = list(state["turn_ids"]), int(state["next_id"])
+    dropped_ids = [d["turn_id"] for d in state.get("dropped") or []]
+    if type(at_turn) is not int or not 0 <= at_turn <= next_id:
+        raise ForkError(f"cannot fork at turn {at_turn!r}: choose a turn id from 0 to {next_id} "
+                        f"(turns in memory: {ids})")
+    if dropped_ids and at_turn <= max(dropped_ids):
+        raise ForkError(f"cannot fork at turn {at_turn}: turns {dropped_ids} were already trimmed out of memory "
+                        f"(a summary may cover them); fork at turn {max(dropped_ids) + 1} or later")
+
+
+def restore(stored: StoredSession, session_class: type[ChatSession], session_kwargs: dict) -> ChatSession:
+    """``session_class.from_snapshot`` with a store error (naming the session) if the snapshot does not fit."""
+    try:
+        return session_class.from_snapshot(stored.state, **session_kwargs)
+    except (ValueError, KeyError, TypeError) as err:
+        raise SessionStoreError(f"session {stored.info.user_id}/{stored.info.session_id} could not be restored as a "
+                                f"{session_class.__name__} ({err}); open it with the class that saved it") from None
+
+
+# ---------------------------------------------------------------- shared behaviour
+
+class SessionStoreBase:
+    """``load`` and ``fork`` on top of a backend's ``load_state`` and ``_write``."""
+
+    def load_state(self, user_id: str, session_id: str) -> StoredSession:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
+               lineage: tuple[str, int] | None = None) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
+             expected_revision: int | None = None) -> int:
+        """Store the snapshot atomically; with ``expected_revision`` refuse if someone else saved since."""
+        check_ids(user_id, session_id)
+        return self._write(user_id, session_id, encode_state(session), expected_revision)
+
+    def load(self, user_id: str, session_id: str, *, session_class: type[ChatSession] = ChatSession,
+             **session_kwargs: Any) -> ChatSession:
+        """A live session continuing the stored one."""
+        return restore(self.load_state(user_id, session_id), session_class, session_kwargs)
+
+    def fork(self, user_id: str, session_id: str, at_turn: int, new_session_id: str, *,
+             session_class: type[ChatSession] = ChatSession, **session_kwargs: Any) -> SessionInfo:
+        """Start ``new_session_id`` from the turns with id < ``at_turn``; the original is untouched.
+
+        The branch is the stored session with its newest turns undone one by one (``undo()``),
+        so memory plug-ins forget what those turns added and turn ids are never reused. A session
+        with summary/profile state needs the ``session_class`` or a fresh ``memory=`` like the one
+        it was created with; refuses to overwrite an existing session.
+        """
+        check_ids(user_id, new_session_id)
+        stored = self.load_state(user_id, session_id)
+        state = stored.state
+        check_fork(state, at_turn)
+        session = restore(stored, session_class, session_kwargs)
+        if state.get("memory") and not session.memory_state():
+            raise ForkError(f"session {user_id}/{session_id} has summary/profile state that a plain "
+                            f"{session_class.__name__} cannot carry; pass memory=<a new MemoryAssembler configured "
+                            "as before> (or its session_class) so the branch keeps it")
+        while session.turn_ids and session.turn_ids[-1] >= at_turn:
+            session.undo()
+        try:
+            self._write(user_id, new_session_id, encode_state(session), 0, (session_id, at_turn))
+        except SessionConflictError:
+            raise ForkError(f"session {user_id}/{new_session_id} already exists; choose another new_session_id "
+                            "or delete it first") from None
+        return self.load_state(user_id, new_session_id).info
+
+    def _not_found(self, user_id: str, session_id: str, where: str) -> SessionNotFoundError:
+        known = [s.session_id for s in self.list_sessions(user_id)]  # type: ignore[attr-defined]
+        hint = f"saved sessions of {user_id!r}: {', '.join(known[:8])}" if known else f"{user_id!r} has none yet"
+        return SessionNotFoundError(f"no session {session_id!r} for user {user_id!r} in {where} ({hint})")
+
+    def _conflict(self, user_id: str, session_id: str, stored: int, expected: int) -> SessionConflictError:
+        if expected == 0:
+            return SessionConflictError(f"session {user_id}/{session_id} already exists (revision {stored}); "
+                                        "open it to continue it, or pick another session id")
+        return SessionConflictError(
+            f"session {user_id}/{session_id} was saved by another writer since this copy was loaded (stored "
+            f"revision {stored}, this copy expected {expected}); nothing was written - reopen the session and "
+            "redo the turn")
+
+
+# ---------------------------------------------------------------- SQLite
+
+class SQLiteSessionStore(SessionStoreBase):
+    """SessionStore in one SQLite file: WAL journal, busy timeout, BEGIN IMMEDIATE writes.
+
+    Safe for several threads (one connection, serialised) and several processes (SQLite's
+    file lock). The file may be shared with ``SQLiteFactStore``.
+    """
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0):
+        self.path = str(path)
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._open()
+
+    # -- opening: inspect first, change nothing unless the file is ours
+    def _open(self) -> None:
+        path = Path(self.path)
+        if path.is_dir():
+            raise SessionStoreError(f"{self.path} is a folder; pass a database file path such as "
+                                    f"{path / 'sessions.db'}")
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, "rb") as handle:
+                head = handle.read(16)
+            if head != b"SQLite format 3\x00":
+                raise SessionStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
+                                        "it was left untouched - pass another path, or move that file away")
+        elif not path.parent.is_dir():
+            raise SessionStoreError(f"the folder {path.parent} does not exist; create it or pass another path")
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as err:
+            raise SessionStoreError(f"could not open {self.path}: {err}; check the path and its permissions") from None
+        try:
+            self._check_schema(conn)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise SessionStoreError(f"{self.path} refused WAL mode (got {mode!r}); put it on a local disk")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")  # PRAGMA takes no parameters
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._conn = conn
+            self._migrate()
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            self._conn = None
+            raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); it is probably "
+                                    "corrupt and was left untouched - restore a backup or pass another path") from None
+        except BaseException:
+            conn.close()
+            self._conn = None
+            raise
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        tables = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+        if SCHEMA_TABLE in tables:
+            version = conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()[0] or 0
+            if version > MIGRATIONS[-1][0]:
+                raise SessionStoreError(
+                    f"{self.path} was written by a newer version of the workshop (session schema {version}; this "
+                    f"code knows up to {MIGRATIONS[-1][0]}); it was left untouched - upgrade the helpers package "
+                    "(pip install -U ...) or pass another path")
+            return
+        foreign = sorted(tables - FACT_STORE_TABLES)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise SessionStoreError(f"{self.path} is a SQLite database of something else (tables: {shown}; no "
+                                    f"{SCHEMA_TABLE} table); it was left untouched - pass another path")
+
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+                         "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+            done = {row[0] for row in conn.execute(f"SELECT version FROM {SCHEMA_TABLE}")}
+            for version, name, statements in MIGRATIONS:
+                if version not in done:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(f"INSERT INTO {SCHEMA_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
+                                 (version, name, now().isoformat()))
+
+    # -- plumbing
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionStoreError(f"the session store on {self.path} is closed; open a new SQLiteSessionStore")
+        return self._conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as err:
+                raise SessionStoreError(f"could not start a write on {self.path} within {self.timeout}s ({err}); "
+                                        "another process holds the write lock - retry, or raise timeout") from None
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._connection().execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as err:
+                raise SessionStoreError(f"reading {self.path} failed ({err}); the file may be damaged") from None
+
+    # -- the protocol
+    def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
+               lineage: tuple[str, int] | None = None) -> int:
+        at = now().isoformat()
+        try:
+            with self._transaction() as conn:
+                row = conn.execute("SELECT revision FROM sessions WHERE user_id = ? AND session_id = ?",
+                                   (user_id, session_id)).fetchone()
+                stored = row[0] if row else 0
+                if expected_revision is not None and stored != expected_revision:
+                    raise self._conflict(user_id, session_id, stored, expected_revision)
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO sessions (user_id, session_id, revision, header, title, turns, dropped, "
+                        "forked_from, forked_at, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (user_id, session_id, encoded.header, encoded.title, encoded.turns, encoded.dropped,
+                         *(lineage or (None, None)), at, at))
+                else:
+                    conn.execute("UPDATE sessions SET revision = ?, header = ?, title = ?, turns = ?, dropped = ?, "
+                                 "updated_at = ? WHERE user_id = ? AND session_id = ?",
+                                 (stored + 1, encoded.header, encoded.title, encoded.turns, encoded.dropped, at,
+                                  user_id, session_id))
+                have = dict(conn.execute("SELECT turn_id, digest FROM session_turns WHERE user_id = ? AND "
+                                         "session_id = ?", (user_id, session_id)).fetchall())
+                wanted = {r[0] for r in encoded.rows}
+                conn.executemany("DELETE FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id = ?",
+                                 [(user_id, session_id, t) for t in have if t not in wanted])
+                conn.executemany(
+                    "INSERT INTO session_turns (user_id, session_id, turn_id, state, question, body, digest) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
+                    "state = excluded.state, question = excluded.question, body = excluded.body, "
+                    "digest = excluded.digest",
+                    [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]])
+                return stored + 1
+        except sqlite3.DatabaseError as err:
+            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed and was rolled back "
+                                    f"({err}); the stored session is as it was - retry") from None
+
+    def load_state(self, user_id: str, session_id: str) -> StoredSession:
+        """The stored snapshot of one session, exactly as saved."""
+        check_ids(user_id, session_id)
+        with self._lock:  # one read transaction: a writer in another process cannot commit in between
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN")
+                rows = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = ? AND "
+                                    "session_id = ?", (user_id, session_id)).fetchall()
+                bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = ? AND "
+                                           "session_id = ?", (user_id, session_id)).fetchall())
+            except sqlite3.DatabaseError as err:
+                raise SessionStoreError(f"reading {self.path} failed ({err}); the file may be damaged") from None
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        if not rows:
+            raise self._not_found(user_id, session_id, self.path)
+        return StoredSession(SessionInfo(*rows[0][:-1]), decode_state(rows[0][-1], bodies))
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        """One user's sessions, most recently saved first."""
+        rows = self._read(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = ? "
+                          "ORDER BY updated_at DESC, session_id", (user_id,))
+        return [SessionInfo(*row) for row in rows]
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        """Remove one session and its turns."""
+        try:
+            with self._transaction() as conn:
+                return conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?",
+                                    (user_id, session_id)).rowcount > 0
+        except sqlite3.DatabaseError as err:
+            raise SessionStoreError(f"deleting {user_id}/{session_id} from {self.path} failed and was rolled back "
+                                    f"({err}); retry") from None
+
+    def schema_version(self) -> int:
+        """The highest session-schema migration applied to this file."""
+        return int(self._read(f"SELECT MAX(version) FROM {SCHEMA_TABLE}", ())[0][0] or 0)
+
+    def close(self) -> None:
+        """Close the connection (the file stays)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "SQLiteSessionStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
+                 "forked_at")
+
+
+# ---------------------------------------------------------------- a session that saves itself
+
+class PersistentSession:
+    """A ChatSession bound to a store: every completed turn, undo and reset is saved before returning.
+
+    A turn that raises saves nothing (ChatSession already rolled it back), so the store always
+    holds the session as of its last complete turn. Saves carry the revision this copy was loaded
+    at: if another process saved the same session meanwhile, ``SessionConflictError`` is raised
+    instead of overwriting its turns.
+    """
+
+    def __init__(self, store: SessionStore, user_id: str, session_id: str, session: ChatSession | None = None,
+                 *, revision: int = 0, session_kwargs: dict | None = None):
+        check_ids(user_id, session_id)
+        self.store, self.user_id, self.session_id = store, user_id, session_id
+        self.session_kwargs = dict(session_kwargs or {})
+        self.session = session if session is not None else ChatSession(**self.session_kwargs)
+        self.revision = revision
+
+    @classmethod
+    def open(cls, store: SessionStore, user_id: str, session_id: str, *,
+             session_class: type[ChatSession] = ChatSession, **session_kwargs: Any) -> "PersistentSession":
+        """Resume the stored session, or start a new one (stored from its first turn on)."""
+        try:
+            stored = store.load_state(user_id, session_id)
+        except SessionNotFoundError:
+            return cls(store, user_id, session_id, session_class(**session_kwargs), session_kwargs=session_kwargs)
+        session = restore(stored, session_class, session_kwargs)
+        return cls(store, user_id, session_id, session, revision=stored.info.revision, session_kwargs=session_kwargs)
+
+    @property
+    def resumed(self) -> bool:
+        """True when this copy continues a session that was already stored."""
+        return self.revision > 0
+
+    def save(self) -> int:
+        """Store the current state now; returns the new revision."""
+        self.revision = self.store.save(self.user_id, self.session_id, self.session,
+                                        expected_revision=self.revision)
+        return self.revision
+
+    def chat(self, text: str) -> str:
+        """Ask one question; the completed turn is saved before the answer is returned."""
+        answer = self.session.chat(text)
+        self.save()
+        return answer
+
+    def stream(self, text: str) -> Iterator[str]:
+        """Yield the answer in pieces (needs ``ChatSession.stream``); saved once the turn completes."""
+        stream = getattr(self.session, "stream", None)
+        if stream is None:
+            raise SessionStoreError(f"{type(self.session).__name__} has no stream(); use chat(text)")
+        answer = yield from stream(text)
+        self.save()
+        return answer
+
+    def undo(self) -> TurnRecord | None:
+        """Remove the newest turn and save; returns what it was (None when there was nothing)."""
+        before = self.session.turn_ids
+        removed = self.session.undo()
+        if self.session.turn_ids != before:
+            self.save()
+        return removed
+
+    def reset(self) -> None:
+        """Forget the whole conversation, in memory and in the store (the session id stays)."""
+        self.session.reset()
+        self.save()
+
+    def fork(self, at_turn: int, new_session_id: str, **session_kwargs: Any) -> "PersistentSession":
+        """A new stored session from the turns before ``at_turn`` (this one is untouched).
+
+        ``session_kwargs`` default to the ones this session was opened with; a ``memory=`` object
+        cannot be shared between two sessions, so pass a fresh one for the branch.
+        """
+        kwargs = session_kwargs or self.session_kwargs
+        if kwargs.get("memory") is not None and kwargs["memory"] is getattr(self.session, "memory", None):
+            raise ForkError("the branch needs its own memory: pass memory=<a new MemoryAssembler configured like "
+                            "this session's> to fork()")
+        if self.revision == 0:
+            self.save()
+        self.store.fork(self.user_id, self.session_id, at_turn, new_session_id, session_class=type(self.session),
+                        **kwargs)
+        return PersistentSession.open(self.store, self.user_id, new_session_id, session_class=type(self.session),
+                                      **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # messages, turn_ids, dropped, turns, snapshot, show ...
+        if name == "session":
+            raise AttributeError(name)
+        return getattr(self.session, name)
+
+    def __repr__(self) -> str:
+        return (f"PersistentSession(user_id={self.user_id!r}, session_id={self.session_id!r}, "
+                f"turns={len(self.session.turn_ids)}, revision={self.revision})")

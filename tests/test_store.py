@@ -1,0 +1,429 @@
+"""Saved sessions on SQLite (lesson 11): round trips, atomic saves, refusing foreign files, users, undo, fork."""
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.memory import store as store_module
+from helpers.memory.facts import Candidate, FactMemory
+from helpers.memory.facts_store import SQLiteFactStore
+from helpers.memory.store import (
+    ForkError, PersistentSession, SessionConflictError, SessionNotFoundError, SessionStoreError, SQLiteSessionStore,
+    check_fork, decode_state, encode_state,
+)
+from helpers.session import ChatSession
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUB, UNTIL = "When does the AI club meet?", "How many days until that?"
+OTHERS = ["And when are the faculty office hours?", "Where can I print a poster?"]
+
+
+class NotingSession(ChatSession):
+    """A session with extra memory state, standing in for a summary or profile plug-in."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.notes: list[str] = []
+
+    def chat(self, text):
+        answer = super().chat(text)
+        self.notes.append(text[:12])
+        return answer
+
+    def memory_state(self):
+        return {"summary": " / ".join(self.notes)} if self.notes else {}
+
+    def restore_memory_state(self, state):
+        self.notes = state["summary"].split(" / ") if state else []
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "sessions.db"
+
+
+@pytest.fixture
+def store(db):
+    store = SQLiteSessionStore(db)
+    yield store
+    store.close()
+
+
+def digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def chatted(questions, **kwargs):
+    session = ChatSession(**kwargs)
+    for question in questions:
+        session.chat(question)
+    return session
+
+
+# --- round trip ----------------------------------------------------------------------------------------------
+
+def test_save_and_load_round_trip_restores_the_exact_snapshot(store, db):
+    session = NotingSession(max_turns=1)
+    for question in [CLUB, *OTHERS, UNTIL]:
+        session.chat(question)
+    assert session.dropped and session.memory_state()  # the snapshot has trimmed turns and a summary
+    store.save("ada", "s1", session)
+    reopened = SQLiteSessionStore(db)
+    loaded = reopened.load("ada", "s1", session_class=NotingSession)
+    assert loaded.snapshot() == session.snapshot()
+    assert loaded.notes == session.notes
+    reopened.close()
+
+
+def test_resumed_session_resolves_a_follow_up_from_the_stored_turns(store):
+    store.save("ada", "s1", chatted([CLUB]))
+    resumed = store.load("ada", "s1")
+    assert "3 days" in resumed.chat(UNTIL)
+
+
+def test_encoding_is_the_exact_inverse_of_decoding():
+    state = chatted([CLUB, *OTHERS, UNTIL], max_turns=1).snapshot()
+    encoded = encode_state(state)
+    assert decode_state(encoded.header, {row[0]: row[3] for row in encoded.rows}) == state
+    assert [row[1] for row in encoded.rows] == ["dropped", "dropped", "kept", "kept"]
+
+
+def test_a_save_after_a_turn_writes_only_that_turn(store, db):
+    session = PersistentSession.open(store, "ada", "s1")
+    for question in [CLUB, *OTHERS]:
+        session.chat(question)
+    before = store._conn.total_changes
+    session.chat(UNTIL)
+    assert store._conn.total_changes - before == 2  # the session row updated, one turn row inserted
+
+
+def test_inconsistent_snapshot_is_refused(store):
+    state = chatted([CLUB]).snapshot()
+    state["turn_ids"] = [0, 1]
+    with pytest.raises(SessionStoreError, match="inconsistent"):
+        store.save("ada", "s1", state)
+    with pytest.raises(SessionNotFoundError):
+        store.load_state("ada", "s1")
+
+
+# --- crashes -------------------------------------------------------------------------------------------------
+
+def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypatch):
+    session = PersistentSession.open(store, "ada", "s1")
+    session.chat(CLUB)
+    saved = store.load_state("ada", "s1")
+
+    def broken_chat(*args, **kwargs):
+        raise ConnectionError("the network dropped mid-turn (simulated)")
+
+    monkeypatch.setattr("helpers.agent.chat", broken_chat)
+    with pytest.raises(ConnectionError):
+        session.chat(UNTIL)
+    after = store.load_state("ada", "s1")
+    assert after.state == saved.state and after.info.revision == saved.info.revision == 1
+    assert session.snapshot() == saved.state  # the live copy rolled back too
+
+
+KILLED_MID_SAVE = r"""
+import json, os, signal, sys
+from helpers.memory.store import PersistentSession, SQLiteSessionStore
+
+store = SQLiteSessionStore(sys.argv[1])
+session = PersistentSession.open(store, "ada", "s1")
+for question in ["When does the AI club meet?", "Where can I print a poster?"]:
+    session.chat(question)
+print("STATE", json.dumps(session.snapshot()), flush=True)
+
+class KillMidSave:  # runs the new turn's INSERT inside the open transaction, then dies before COMMIT
+    def __init__(self, conn):
+        self.conn = conn
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+    def executemany(self, sql, rows):
+        result = self.conn.executemany(sql, rows)
+        if sql.startswith("INSERT INTO session_turns"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+store._conn = KillMidSave(store._conn)
+session.chat("How many days until that?")
+print("not reached", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_process_killed_mid_save_keeps_the_last_committed_turn(db):
+    child = subprocess.run([sys.executable, "-c", KILLED_MID_SAVE, str(db)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    committed = json.loads(next(line for line in child.stdout.splitlines() if line.startswith("STATE"))[6:])
+    assert "not reached" not in child.stdout
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    store = SQLiteSessionStore(db)
+    loaded = store.load_state("ada", "s1")
+    assert loaded.state == committed and loaded.info.revision == 2
+    assert "3 days" not in json.dumps(loaded.state)  # the killed turn left nothing behind
+    store.close()
+
+
+SAVING_IN_A_LOOP = r"""
+import sys
+from helpers.memory.store import PersistentSession, SQLiteSessionStore
+
+session = PersistentSession.open(SQLiteSessionStore(sys.argv[1]), "ada", "loop")
+for n in range(10_000):
+    session.chat("Where can I print a poster?" if n % 2 else "When does the AI club meet?")
+    print("saved", n, flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_process_killed_at_a_random_moment_leaves_whole_turns_only(db):
+    child = subprocess.Popen([sys.executable, "-c", SAVING_IN_A_LOOP, str(db)], cwd=ROOT, stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    acknowledged = -1
+    for line in child.stdout:
+        if not line.startswith("saved"):
+            continue
+        acknowledged = int(line.split()[1])
+        if acknowledged >= 5:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait(timeout=30)
+    child.stdout.close()
+    store = SQLiteSessionStore(db)
+    stored = store.load_state("ada", "loop")
+    session = store.load("ada", "loop")
+    assert stored.info.revision >= acknowledged + 1  # nothing acknowledged was lost
+    assert session.turn_ids == list(range(stored.info.revision))  # one whole turn per committed save
+    assert [t.turn_id for t in session.turns] == session.turn_ids
+    store.close()
+
+
+# --- files that are not ours ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"These are my lecture notes, not a database.\n" * 40,
+                                     b"SQLite format 3\x00" + bytes(range(256)) * 16])
+def test_corrupt_file_is_refused_with_its_name_and_left_untouched(db, content):
+    db.write_bytes(content)
+    with pytest.raises(SessionStoreError, match="left untouched") as caught:
+        SQLiteSessionStore(db)
+    assert str(db) in str(caught.value)
+    assert db.read_bytes() == content
+
+
+def test_foreign_sqlite_file_is_refused_and_left_untouched(db):
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE grades (student TEXT, grade TEXT)")
+    conn.execute("INSERT INTO grades VALUES (?, ?)", ("ada", "A"))
+    conn.commit()
+    conn.close()
+    before = digest(db)
+    with pytest.raises(SessionStoreError, match="something else.*grades") as caught:
+        SQLiteSessionStore(db)
+    assert str(db) in str(caught.value)
+    assert digest(db) == before and not Path(f"{db}-wal").exists()
+
+
+def test_newer_schema_version_is_refused_and_left_untouched(db, store):
+    store.save("ada", "s1", chatted([CLUB]))
+    store.close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO session_schema (version, name, applied_at) VALUES (?, ?, ?)", (99, "future", "later"))
+    conn.commit()
+    conn.close()
+    before = digest(db)
+    with pytest.raises(SessionStoreError, match="newer version.*schema 99") as caught:
+        SQLiteSessionStore(db)
+    assert str(db) in str(caught.value) and digest(db) == before
+
+
+def test_an_older_schema_is_migrated_on_open_and_keeps_its_sessions(db, store, monkeypatch):
+    session = chatted([CLUB])
+    store.save("ada", "s1", session)
+    store.close()
+    added = (2, "add a label column", ("ALTER TABLE sessions ADD COLUMN label TEXT",))
+    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS + (added,))
+    newer = SQLiteSessionStore(db)
+    assert newer.schema_version() == 2
+    assert newer.load("ada", "s1").snapshot() == session.snapshot()
+    newer.close()
+
+
+def test_a_folder_or_missing_folder_is_explained(tmp_path):
+    with pytest.raises(SessionStoreError, match="is a folder"):
+        SQLiteSessionStore(tmp_path)
+    with pytest.raises(SessionStoreError, match="does not exist"):
+        SQLiteSessionStore(tmp_path / "nowhere" / "sessions.db")
+
+
+def test_store_uses_wal_and_records_its_schema_version(store, db):
+    assert store.schema_version() == store_module.MIGRATIONS[-1][0]
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize("first", ["facts", "sessions"])
+def test_facts_and_sessions_share_one_file_in_either_order(db, first):
+    opened = [SQLiteFactStore(str(db)), SQLiteSessionStore(db)]
+    opened = opened if first == "facts" else opened[::-1]
+    facts = FactMemory(next(s for s in opened if isinstance(s, SQLiteFactStore)))
+    sessions = next(s for s in opened if isinstance(s, SQLiteSessionStore))
+    facts.write(Candidate("ada", "user", "delivery_window", "morning", "chat:ada", "user", 1))
+    sessions.save("ada", "s1", chatted([CLUB]))
+    facts.close()
+    sessions.close()
+    again = SQLiteSessionStore(db)
+    assert again.load("ada", "s1").turn_ids == [0]
+    assert [f.value for f in FactMemory.open(str(db)).active_facts("ada")] == ["morning"]
+    again.close()
+
+
+# --- users, listing, deleting --------------------------------------------------------------------------------
+
+def test_users_are_isolated(store):
+    store.save("ada", "s1", chatted([CLUB]))
+    store.save("bo", "s1", chatted(OTHERS))
+    assert store.load("ada", "s1").turns[0].question == CLUB
+    assert store.load("bo", "s1").turns[0].question == OTHERS[0]
+    assert [s.session_id for s in store.list_sessions("cy")] == []
+    assert store.delete("bo", "s1") and store.load("ada", "s1").turn_ids == [0]
+    with pytest.raises(SessionNotFoundError, match="'bo' has none yet"):
+        store.load("bo", "s1")
+
+
+def test_list_sessions_shows_counts_titles_and_lineage(store):
+    store.save("ada", "b", chatted([*OTHERS, CLUB], max_turns=1))
+    store.save("ada", "a", chatted([CLUB]))
+    store.fork("ada", "b", 2, "c")
+    infos = {s.session_id: s for s in store.list_sessions("ada")}
+    assert sorted(infos) == ["a", "b", "c"]
+    assert (infos["b"].turns, infos["b"].dropped, infos["b"].title) == (2, 1, OTHERS[0])
+    assert (infos["c"].forked_from, infos["c"].forked_at, infos["c"].turns) == ("b", 2, 1)
+
+
+def test_missing_session_error_names_the_saved_ones(store):
+    store.save("ada", "exam-prep", chatted([CLUB]))
+    with pytest.raises(SessionNotFoundError, match="exam-prep"):
+        store.load("ada", "nope")
+
+
+def test_delete_removes_the_session_and_its_turns(store, db):
+    store.save("ada", "s1", chatted([CLUB, UNTIL]))
+    assert store.delete("ada", "s1") is True
+    assert store.delete("ada", "s1") is False
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM session_turns").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("user, session", [("", "s1"), ("ada", "  "), ("ada", "x" * 201), (7, "s1")])
+def test_bad_ids_are_rejected(store, user, session):
+    with pytest.raises(SessionStoreError, match="must be a non-empty string"):
+        store.save(user, session, chatted([]))
+
+
+def test_closed_store_says_how_to_continue(store):
+    store.close()
+    with pytest.raises(SessionStoreError, match="closed"):
+        store.list_sessions("ada")
+
+
+# --- PersistentSession: undo, reset, conflicts ----------------------------------------------------------------
+
+def test_undo_is_saved(store):
+    session = PersistentSession.open(store, "ada", "s1")
+    session.chat(CLUB)
+    session.chat(OTHERS[1])
+    assert session.undo().question == OTHERS[1]
+    stored = store.load("ada", "s1")
+    assert stored.turn_ids == [0] and [t.question for t in stored.turns] == [CLUB]
+    assert "3 days" in PersistentSession.open(store, "ada", "s1").chat(UNTIL)
+
+
+def test_reset_is_saved(store):
+    session = PersistentSession.open(store, "ada", "s1")
+    session.chat(CLUB)
+    session.reset()
+    assert store.load("ada", "s1").turn_ids == []
+    assert "don't know" in PersistentSession.open(store, "ada", "s1").chat(UNTIL)
+
+
+def test_a_stale_copy_gets_a_conflict_instead_of_overwriting(store):
+    first = PersistentSession.open(store, "ada", "s1")
+    first.chat(CLUB)
+    second = PersistentSession.open(store, "ada", "s1")
+    second.chat(UNTIL)
+    with pytest.raises(SessionConflictError, match="reopen the session"):
+        first.chat(OTHERS[1])
+    assert [t.question for t in store.load("ada", "s1").turns] == [CLUB, UNTIL]
+
+
+def test_a_new_session_id_cannot_resolve_that(store):
+    PersistentSession.open(store, "ada", "s1").chat(CLUB)
+    fresh = PersistentSession.open(store, "ada", "s2")
+    assert not fresh.resumed and "don't know" in fresh.chat(UNTIL)
+
+
+# --- fork ----------------------------------------------------------------------------------------------------
+
+def test_fork_keeps_the_turns_before_at_turn_and_leaves_the_original_alone(store):
+    session = PersistentSession.open(store, "ada", "main")
+    for question in [CLUB, OTHERS[1], UNTIL]:
+        session.chat(question)
+    original = store.load_state("ada", "main")
+    branch = session.fork(1, "branch")
+    assert branch.turn_ids == [0] and [t.question for t in branch.turns] == [CLUB]
+    assert "3 days" in branch.chat(UNTIL) and branch.turn_ids == [0, 3]  # like undo: ids are never reused
+    assert store.load_state("ada", "main") == original
+
+
+def test_fork_at_zero_is_an_empty_conversation(store):
+    store.save("ada", "main", chatted([CLUB]))
+    store.fork("ada", "main", 0, "empty")
+    assert "don't know" in store.load("ada", "empty").chat(UNTIL)
+
+
+@pytest.mark.parametrize("at_turn, problem", [(5, "choose a turn id from 0 to 3"), (-1, "from 0"),
+                                              (0, "already trimmed"), (0, "fork at turn 1 or later")])
+def test_fork_refuses_turns_it_cannot_branch_from(at_turn, problem):
+    state = chatted([CLUB, *OTHERS], max_turns=1).snapshot()  # turns 0 and 1 dropped
+    with pytest.raises(ForkError, match=problem):
+        check_fork(state, at_turn)
+
+
+def test_fork_never_overwrites_an_existing_session(store):
+    store.save("ada", "main", chatted([CLUB]))
+    store.save("ada", "taken", chatted(OTHERS))
+    with pytest.raises(ForkError, match="already exists"):
+        store.fork("ada", "main", 0, "taken")
+    assert store.load("ada", "taken").turns[0].question == OTHERS[0]
+
+
+def test_fork_of_a_session_with_profile_memory_forgets_what_later_turns_added(store):
+    from helpers.memory.assembler import MemoryAssembler
+
+    session = PersistentSession.open(store, "ada", "main", memory=MemoryAssembler(recall=False))
+    session.chat("My name is Ada. When does the AI club meet?")
+    session.chat("I'm vegetarian. Where can I print a poster?")
+    profile = lambda s: {f["value"] for f in s.memory_state()["profile"]["facts"]}  # noqa: E731
+    assert profile(session) == {"Ada", "vegetarian"}
+    with pytest.raises(ForkError, match="own memory"):
+        session.fork(1, "branch")
+    with pytest.raises(ForkError, match="pass memory="):
+        store.fork("ada", "main", 1, "branch")
+    branch = session.fork(1, "branch", memory=MemoryAssembler(recall=False))
+    assert profile(branch) == {"Ada"} and branch.turn_ids == [0]
+    assert profile(store.load("ada", "main", memory=MemoryAssembler(recall=False))) == {"Ada", "vegetarian"}
+
+
+def test_a_snapshot_the_session_class_cannot_read_is_explained(store):
+    state = chatted([CLUB]).snapshot()
+    store.save("ada", "s1", {**state, "version": 2})
+    with pytest.raises(SessionStoreError, match="ada/s1 could not be restored as a ChatSession"):
+        PersistentSession.open(store, "ada", "s1")
