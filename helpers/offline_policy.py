@@ -11,21 +11,28 @@ text or tool calls. The rules, in order:
      and the final assistant answer (first sentence, at most 25 words) as one line
      ``[turn N] user: "..." -> assistant: "..."``; acknowledgements ("ok", "thanks")
      are left out. Lines of the PREVIOUS SUMMARY come first. Over the WORD LIMIT it
-     drops the oldest lines. It does not read the KEEP list (like a model that skims
-     its instructions); facts named in a MISSING section (a re-ask) are appended on a
-     ``Pinned:`` line, which later summaries carry over.
+     drops the oldest lines where the user asked a question, then the oldest of the
+     rest (what users say about themselves outlives Q&A). It does not read the KEEP
+     list (like a model that skims its instructions); facts named in a MISSING
+     section (a re-ask) are appended on a ``Pinned:`` line, which later summaries
+     carry over.
    - *profile extractor* (``extract_profile_facts``): regular expressions on the
      USER SAID section only (never on the assistant's words): "my name is X" / "call
-     me X" -> name; "my goal is to ..." / "I'm aiming to ..." -> goal; "I'm vegetarian"
-     (vegan, gluten-free, allergic to ...) -> constraint/diet; "I can't do ..." ->
-     constraint; "I prefer ..." -> preference. Reply: strict JSON ``{"facts": [...]}``.
+     me X" -> name; "my goal is to ..." / "I'm aiming to ..." -> goal; "I'm
+     vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
+     constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." ->
+     preference. Reply: strict JSON ``{"facts": [...]}``.
 1b. **Questions about the user** ("what is my name?", "what did I say about
    mornings?", "do you remember my ...?"), asked as the newest message: answered
    without tools from the user's own statements in the request -- sentences of earlier
    user messages, ``[turn N] user: "..."`` lines and ``- key: value (turn N, ...)``
    profile lines in later system messages (memory blocks) -- picking the statement
-   sharing the most content words with the question (ties: the latest). With none
+   sharing the most content words with the question (ties: the highest turn id; the
+   user messages sent as raw turns count as newest). With none
    sharing a word, it says it doesn't know: a forgotten fact stays forgotten.
+   A newest message that only *states* profile facts (the profile extractor's rules
+   match, no question mark) gets "Noted: ..." without tools; a bare acknowledgement
+   ("ok", "thanks!") gets "You're welcome!".
 2. **After tool results** (the last message is a tool result): if the question still
    needs something (a day count, a second lookup), ask for it; otherwise answer from
    the tool results of this turn. After a tool error, retry that call once, then give up
@@ -221,7 +228,7 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None) ->
     task = _special_task(system, messages)
     if task is not None:
         return task
-    about_user = _about_user(messages)
+    about_user = _about_user(messages) or _noted(messages)
     if about_user is not None:
         return Decision(content=_style(about_user, system))
     offered = _tool_names(tools) if tool_choice != "none" else set()
@@ -467,7 +474,7 @@ def classify_scope(request: str) -> dict:
 _SECTION = re.compile(r"^([A-Z][A-Z ]+?)(?: \([^)\n]*\))?:[ \t]*(.*)$", re.M)
 _TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
 _ACKS = set("ok okay k thanks thank you thx cool great nice sure yes yep no nope fine got it alright right "
-            "perfect awesome bye hi hello hey cheers".split())
+            "perfect awesome cheers".split())  # greetings are not here: rule 4 answers them
 PINNED_PREFIX = "Pinned"
 CONDENSED_NOTE = "(Older turns were condensed away to stay within the word limit.)"
 
@@ -483,8 +490,9 @@ def _sections(prompt: str) -> dict[str, str]:
 
 
 def _clip(text: str, sentences: int, words: int) -> str:
+    """The first ``sentences`` sentences, at most ``words`` words, double quotes made single (for quoting)."""
     kept = " ".join(re.split(r"(?<=[.!?])\s+", " ".join(text.split()))[:sentences]).split()
-    return " ".join(kept[:words]) + (" …" if len(kept) > words else "")
+    return (" ".join(kept[:words]) + (" …" if len(kept) > words else "")).replace('"', "'")
 
 
 def _is_ack(text: str) -> bool:
@@ -522,7 +530,7 @@ def summarise_conversation(prompt: str) -> str:
         line = f'[turn {turn_id}] user: "{_clip(said, 2, 30)}"'
         if turn.get("assistant"):
             line += f' -> assistant: "{_clip(turn["assistant"], 1, 25)}"'
-        lines.append(line.replace('""', '"'))
+        lines.append(line)
     for fact in _bullets(parts.get("MISSING", "")):
         if fact not in pinned:
             pinned.append(fact)
@@ -531,7 +539,8 @@ def summarise_conversation(prompt: str) -> str:
     pinned_line = [f"{PINNED_PREFIX}: " + "; ".join(pinned)] if pinned else []
     condensed = False
     while len(lines) > 1 and sum(len(x.split()) for x in lines + pinned_line) > limit:
-        lines.pop(0)
+        asked = [i for i, x in enumerate(lines) if re.search(r'user: "[^"]*\?(?: …)?"', x)]
+        lines.pop(asked[0] if asked else 0)
         condensed = True
     return "\n".join(([CONDENSED_NOTE] if condensed else []) + lines + pinned_line) or "(nothing to summarise)"
 
@@ -547,11 +556,14 @@ PROFILE_RULES: tuple[tuple[str, str, str], ...] = (
     ("name", "name", r"\b(?i:call me|i go by) " + _NAME),
     ("goal", "goal", r"\bmy goal is to " + _UNTIL),
     ("goal", "goal", r"\bi(?:'m| am) (?:aiming|hoping|planning) to " + _UNTIL),
-    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|"
-                           r"allergic to [a-z -]+?(?=[.!?,;\n]|$))\b"),
+    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant)\b"),
+    ("constraint", "allergy", r"\bi(?:'m| am) (allergic to [a-z -]+?)(?=[.!?,;\n]|$)"),
     ("constraint", "*", r"\bi ((?:can't|cannot|can not) (?:do|make|attend) [^.!?,;\n]+)"),
     ("preference", "*", r"\bi(?:'d| would)? (?:really )?prefer " + _UNTIL),
 )
+
+
+_FILLER_TAIL = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|please|anyway))+$", re.I)
 
 
 def _topic(value: str) -> str:
@@ -569,7 +581,7 @@ def extract_profile_facts(prompt: str) -> dict:
     facts = []
     for key, topic, pattern in PROFILE_RULES:
         for match in re.finditer(pattern, said, 0 if key == "name" else re.I):
-            value = " ".join(match.group(1).split()).strip(" '\"")
+            value = _FILLER_TAIL.sub("", " ".join(match.group(1).split()).strip(" '\""))
             facts.append({"key": key, "topic": _topic(value) if topic == "*" else topic, "value": value})
     return {"facts": facts}
 
@@ -602,17 +614,19 @@ def _about_user(messages: list[dict]) -> str | None:
             system_seen += 1
             if system_seen == 1:
                 continue  # the operator's prompt, not a memory block
-            candidates += [("quote", m.group(1), m.group(2)) for m in _QUOTED_USER.finditer(text)]
+            candidates += [("quote", m.group(1), sentence) for m in _QUOTED_USER.finditer(text)
+                           for sentence in re.split(r"(?<=[.!?])\s+", m.group(2)) if sentence]
             candidates += [("profile", m.group(3), f"{m.group(1)}: {m.group(2)}|{m.group(0)}")
                            for m in _PROFILE_LINE.finditer(text)]
         elif role == "user":
             candidates += [("quote", None, s) for s in re.split(r"(?<=[.!?])\s+", text.strip())
                            if s and not s.rstrip().endswith("?")]
-    best, best_score = None, 0
-    for candidate in candidates:
+    best, best_key = None, (0,)
+    for position, candidate in enumerate(candidates):
         score = len(wanted & _stems(candidate[2].split("|")[0]))
-        if score and score >= best_score:
-            best, best_score = candidate, score
+        key = (score, int(candidate[1]) if candidate[1] is not None else float("inf"), position)
+        if score and key > best_key:
+            best, best_key = candidate, key
     if best is None:
         return "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
     kind, turn_id, text = best
@@ -622,3 +636,13 @@ def _about_user(messages: list[dict]) -> str | None:
         stale = " It may be out of date, so please confirm." if "possibly outdated" in line else ""
         return f"Your profile says{where}: {fact}.{stale}"
     return f'You told me{where}: "{text.strip()}"'
+
+
+def _noted(messages: list[dict]) -> str | None:
+    """Rule 1b, second half: a statement of profile facts (and no question) is acknowledged."""
+    if not messages or messages[-1].get("role") != "user" or "?" in _text(messages[-1]):
+        return None
+    if _is_ack(_text(messages[-1])) and _text(messages[-1]).strip():
+        return "You're welcome!"
+    facts = extract_profile_facts("USER SAID:\n" + _text(messages[-1]))["facts"]
+    return "Noted: " + "; ".join(f["value"] for f in facts) + "." if facts else None

@@ -1,0 +1,239 @@
+"""A rolling summary of the turns a session's window has dropped (lesson 08).
+
+When the sliding window forgets turns, ``Summariser.summarise`` folds them into the
+running summary: one request with the previous summary, the dropped turns (each line
+tagged ``[turn N]``) and the facts the caller pinned. The summary is sent as its own
+system message, ``Summary of earlier turns (turns 0-5): ...``, never disguised as
+something the user said.
+
+Pinned ("keep") facts -- numbers, names, stated preferences and constraints -- must
+survive: after each reply, every pinned fact is looked for in the summary. If one is
+missing the summariser is asked once more, naming what it left out; if it is still
+missing, the fact is appended verbatim on a ``Pinned:`` line and a ``SummaryWarning``
+says so.
+
+The summariser's model is separate from the agent's: ``model=`` wins, then the
+environment variable ``WORKSHOP_SUMMARY_MODEL``, then the settings' chat model. Any
+failure raises ``SummaryError``; ``helpers.memory.assembler`` turns that into a one-line
+warning and keeps the raw turns for the next attempt.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
+SUMMARY_HEADER = "Summary of earlier turns"
+DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
+PINNED_PREFIX = "Pinned"
+SUMMARISER_PROMPT = (
+    "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
+    "reply with the new summary only, in at most the WORD LIMIT. Keep what the user said about themselves "
+    "(names, numbers, goals, preferences, constraints) and the answers they were given; cite turn ids like "
+    "[turn 4]. Every fact listed under KEEP (and MISSING, if present) must appear word for word. Never invent "
+    "anything that is not in the turns."
+)
+
+
+class SummaryError(RuntimeError):
+    """The summariser could not produce a summary; the session keeps the raw turns and uses its window."""
+
+
+class SummaryWarning(UserWarning):
+    """The summary needed help: pinned facts were appended verbatim, or summarising failed."""
+
+
+def summary_model(settings: Any) -> str:
+    """The summariser's model: WORKSHOP_SUMMARY_MODEL if set, else the settings' chat model."""
+    chosen = os.environ.get(SUMMARY_MODEL_ENV, "").strip()
+    if not chosen:
+        return settings.chat_model
+    if getattr(settings, "backend", None) == "offline" and not chosen.startswith("offline"):
+        return settings.chat_model  # like WORKSHOP_CHAT_MODEL: the stand-in serves only its own model
+    return chosen
+
+
+def format_turn_ids(ids: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"turns 0-2, 5"`` (``"turn 3"`` for one id)."""
+    ids = sorted(set(ids))
+    if not ids:
+        return "no turns"
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    parts = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
+    return ("turns " if len(ids) > 1 else "turn ") + ", ".join(parts)
+
+
+def _flat(text: Any, limit: int) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) -> list[str]:
+    """One turn as ``[turn N] role: text`` lines (tool calls and results shortened) for a summariser."""
+    lines, names = [], {}
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            names[call.get("id")] = function.get("name", "tool")
+            lines.append(f"[turn {turn_id}] tool call: {function.get('name')}({_flat(function.get('arguments'), 120)})")
+        if role == "tool":
+            lines.append(f"[turn {turn_id}] tool {names.get(message.get('tool_call_id'), 'result')}: "
+                         f"{_flat(content, 200)}")
+        elif role in ("user", "assistant") and (content or role == "user"):
+            lines.append(f"[turn {turn_id}] {role}: {_flat(content, max_chars) or '(empty message)'}")
+    return lines
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .;")
+
+
+def missing_facts(summary_text: str, keep: Sequence[str]) -> list[str]:
+    """The pinned facts that do not appear in the summary (case- and spacing-insensitive)."""
+    have = _normal(summary_text)
+    return [fact for fact in keep if _normal(fact) and _normal(fact) not in have]
+
+
+@dataclass
+class RollingSummary:
+    """The running summary text and the ids of the turns it covers."""
+
+    text: str = ""
+    turn_ids: list[int] = field(default_factory=list)
+
+    def header(self) -> str:
+        """``Summary of earlier turns (turns 0-5):``."""
+        return f"{SUMMARY_HEADER} ({format_turn_ids(self.turn_ids)}):"
+
+    def block(self) -> dict | None:
+        """The system message that carries the summary (None while there is nothing to summarise)."""
+        if not self.text:
+            return None
+        return {"role": "system", "content": self.header() + "\n" + self.text}
+
+    def to_dict(self) -> dict:
+        """JSON-ready state."""
+        return {"text": self.text, "turn_ids": list(self.turn_ids)}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "RollingSummary":
+        """Counterpart of ``to_dict``."""
+        data = data or {}
+        return cls(str(data.get("text", "")), [int(i) for i in data.get("turn_ids", [])])
+
+
+@dataclass
+class SummaryUpdate:
+    """What one summarise call produced: the new summary, how many requests, and any fallback."""
+
+    summary: RollingSummary
+    attempts: int
+    appended: list[str] = field(default_factory=list)  # pinned facts appended verbatim after the re-ask
+
+
+class Summariser:
+    """Folds dropped turns into a rolling summary with a (possibly different) model."""
+
+    def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
+                 max_words: int = DEFAULT_MAX_WORDS, max_turn_chars: int = 600):
+        if not isinstance(max_words, int) or max_words < 10:
+            raise ValueError(f"max_words must be a whole number >= 10 (got {max_words!r})")
+        self.client, self.settings, self.model = client, settings, model
+        self.max_words, self.max_turn_chars = max_words, max_turn_chars
+        self.requests = 0
+
+    def attach(self, client: Any = None, settings: Any = None) -> None:
+        """Use this client/settings unless others were given explicitly."""
+        self.client = self.client if self.client is not None else client
+        self.settings = self.settings if self.settings is not None else settings
+
+    def model_name(self) -> str:
+        """The model the summariser asks."""
+        from helpers.client import get_settings
+
+        return self.model or summary_model(self.settings or get_settings())
+
+    def prompt(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
+               keep: Sequence[str] = (), missing: Sequence[str] = (), draft: str = "") -> list[dict]:
+        """The request: previous summary, pinned facts, the turns (and, on a re-ask, what was missing)."""
+        lines = [f"WORD LIMIT: {self.max_words}", "PREVIOUS SUMMARY:", previous.text or "(none)"]
+        lines += ["KEEP:"] + [f"- {fact}" for fact in keep]
+        if missing:
+            lines += ["DRAFT:", draft, "MISSING (your draft left these out; include each word for word):"]
+            lines += [f"- {fact}" for fact in missing]
+        lines.append("TURNS:")
+        for turn_id, messages in turns:
+            lines += render_turn(turn_id, messages, self.max_turn_chars)
+        return [{"role": "system", "content": SUMMARISER_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+
+    def _ask(self, messages: list[dict]) -> str:
+        from helpers.client import chat
+
+        self.requests += 1
+        try:
+            response = chat(messages, client=self.client, settings=self.settings, model=self.model_name())
+            text = (response.choices[0].message.content or "").strip()
+        except Exception as exc:  # any API, network or parsing failure: the caller falls back to the window
+            raise SummaryError(f"the summariser request failed ({type(exc).__name__}: {_flat(exc, 200)}); "
+                               "the raw turns are kept and summarised on the next turn") from exc
+        if not text:
+            raise SummaryError("the summariser replied with an empty summary; the raw turns are kept and "
+                               "summarised on the next turn")
+        return text
+
+    def summarise(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
+                  keep: Sequence[str] = ()) -> SummaryUpdate:
+        """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked (see module)."""
+        turns = [(int(i), list(m)) for i, m in turns]
+        if not turns:
+            return SummaryUpdate(previous, 0)
+        keep = [fact for fact in keep if str(fact).strip()]
+        text = self._ask(self.prompt(previous, turns, keep))
+        attempts, appended = 1, []
+        missing = missing_facts(text, keep)
+        if missing:
+            text = self._ask(self.prompt(previous, turns, keep, missing, text))
+            attempts = 2
+            appended = missing_facts(text, keep)
+            if appended:
+                text = _strip_pinned_line(text) + f"\n{PINNED_PREFIX}: " + "; ".join(
+                    _pinned_items(text) + [f for f in appended if f not in _pinned_items(text)])
+                warnings.warn(f"the summariser left out pinned facts twice, so they were appended verbatim: "
+                              f"{'; '.join(appended)}", SummaryWarning, stacklevel=2)
+        ids = sorted(set(previous.turn_ids) | {i for i, _ in turns})
+        return SummaryUpdate(RollingSummary(text, ids), attempts, appended)
+
+
+def _pinned_items(text: str) -> list[str]:
+    for line in text.splitlines():
+        if line.startswith(PINNED_PREFIX):
+            return [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
+    return []
+
+
+def _strip_pinned_line(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith(PINNED_PREFIX)).strip()
+
+
+def trim_summary_lines(text: str, fits) -> tuple[str, int]:
+    """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, lines dropped)."""
+    lines = text.splitlines()
+    dropped = 0
+    while lines and not fits("\n".join(lines)):
+        index = next((i for i, line in enumerate(lines) if not line.startswith(PINNED_PREFIX)), None)
+        if index is None:
+            break
+        del lines[index]
+        dropped += 1
+    return "\n".join(lines), dropped

@@ -1,0 +1,289 @@
+"""The context assembler (helpers/memory/assembler.py) and ChatSession(memory=...)."""
+import json
+
+import httpx2
+import openai
+import pytest
+from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
+
+from helpers import tokens
+from helpers.client import EndpointError
+from helpers.config import load_settings
+from helpers.history import find_problems, split_turns
+from helpers.memory.assembler import (ContextBudgetError, EmptyMessageError, MemoryAssembler, Shares,
+                                      assemble_context)
+from helpers.memory.recall import RecallIndex, RecallWarning, Recalled, quote_turn
+from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
+from helpers.offline import make_offline_client
+from helpers.session import ChatSession
+
+from scripted import ScriptedServer, tool_call
+
+SYSTEM = "You are the Larkspur campus assistant."
+
+
+def turn(user, answer="Noted."):
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+def tool_turn(i, size=1):
+    cid = f"call_{i}"
+    return [{"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": None, "tool_calls": [tool_call("search_campus_info", {"q": i}, cid)]},
+            {"role": "tool", "tool_call_id": cid, "content": "result " * size},
+            {"role": "assistant", "content": f"answer {i}"}]
+
+
+def offline():
+    return {"client": make_offline_client(), "settings": load_settings("offline")}
+
+
+WINDOW = [(i, tool_turn(i, size=5 + 3 * i)) for i in range(6)]
+SUMMARY = RollingSummary('[turn 0] user: "My name is Priya."\n[turn 1] user: "I like maps."\nPinned: 40 dollars',
+                         [0, 1])
+PROFILE = ["- name: Priya (turn 0, 2026-11-30)", "- constraint/diet: vegetarian (turn 1, 2026-11-30)"]
+RECALLED = [Recalled(0, 0.8, quote_turn(0, turn("My name is Priya."))),
+            Recalled(1, 0.5, quote_turn(1, turn("I like maps.")))]
+
+
+# ---------------------------------------------------------------- budget arithmetic
+
+def test_blocks_come_in_budget_order():
+    assembly = assemble_context(SYSTEM, WINDOW[-2:], "What next?", profile_lines=PROFILE, summary=SUMMARY,
+                                recalled=RECALLED)
+    heads = [m["content"].split(" ")[0] for m in assembly.messages[:4]]
+    assert heads == ["You", "User", "Summary", "Recalled"]
+    assert split_turns(assembly.messages)[1] == [t for _, t in WINDOW[-2:]]
+    assert [p.kind for p in assembly.report.parts] == ["fixed", "system", "profile", "summary", "recall", "window",
+                                                       "question"]
+
+
+def test_report_total_is_the_exact_request_cost():
+    assembly = assemble_context(SYSTEM, WINDOW, "What next?", budget=700, summary=SUMMARY, recalled=RECALLED,
+                                profile_lines=PROFILE)
+    assert assembly.report.total == tokens.count_request(assembly.request) <= 700
+
+
+@hyp_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(0, 80), min_size=0, max_size=8), budget=st.integers(60, 900),
+       shares=st.tuples(st.floats(0, 0.3), st.floats(0, 0.3), st.floats(0, 0.3)),
+       n_profile=st.integers(0, 2), n_recalled=st.integers(0, 2), with_summary=st.booleans())
+def test_never_over_budget_never_a_split_turn(sizes, budget, shares, n_profile, n_recalled, with_summary):
+    window = [(i, tool_turn(i, size)) for i, size in enumerate(sizes)]
+    try:
+        assembly = assemble_context(SYSTEM, window, "What next?", budget=budget, shares=Shares(*shares),
+                                    profile_lines=PROFILE[:n_profile], recalled=RECALLED[:n_recalled],
+                                    summary=SUMMARY if with_summary else None)
+    except ContextBudgetError:
+        assert tokens.count_request([{"role": "system", "content": SYSTEM},
+                                     {"role": "user", "content": "What next?"}]) > budget
+        return
+    assert tokens.count_request(assembly.request) <= budget
+    assert find_problems(assembly.request) == []
+    included = assembly.report.ids("window")
+    assert included == [i for i, _ in window][len(window) - len(included):]  # the newest, contiguous
+    kept_turns = [t for t in split_turns(assembly.messages)[1]]
+    assert kept_turns == [t for i, t in window if i in included]  # whole turns, unchanged
+    if with_summary and assembly.report.ids("summary"):
+        assert "Pinned: 40 dollars" in assembly.messages[1 + bool(assembly.report.ids("profile"))]["content"]
+
+
+def test_pinned_facts_borrow_from_the_window_when_the_summary_share_is_tiny():
+    assembly = assemble_context(SYSTEM, WINDOW, "What next?", budget=400, summary=SUMMARY,
+                                shares=Shares(summary=0.01))
+    summary = assembly.report.part("summary")
+    assert "over its share" in summary.note and "2 oldest lines trimmed" in summary.note
+    assert "Pinned: 40 dollars" in assembly.messages[1]["content"] and "My name" not in assembly.messages[1]["content"]
+
+
+def test_summary_that_cannot_fit_at_all_is_left_out_with_a_note():
+    big = RollingSummary("Pinned: " + "; ".join(f"fact {i}" for i in range(200)), [0])
+    assembly = assemble_context(SYSTEM, WINDOW, "What next?", budget=300, summary=big)
+    assert assembly.report.ids("summary", dropped=True) == [0] and "do not fit" in assembly.report.warnings[0]
+
+
+def test_summary_with_no_line_that_fits_is_left_out():
+    plain = RollingSummary('[turn 0] user: "' + "word " * 40 + '"', [0])
+    assembly = assemble_context(SYSTEM, [], "next?", budget=120, summary=plain, shares=Shares(summary=0.1))
+    assert assembly.report.ids("summary", dropped=True) == [0] and "no line" in assembly.report.warnings[0]
+
+
+def test_huge_window_turn_is_dropped_whole_with_everything_older():
+    window = [(0, turn("small")), (1, turn("x " * 5000)), (2, turn("newest"))]
+    assembly = assemble_context(SYSTEM, window, "next?", budget=300)
+    assert assembly.report.ids("window") == [2] and assembly.report.ids("window", dropped=True) == [0, 1]
+
+
+def test_profile_drops_stale_facts_first():
+    lines = PROFILE + ["- preference/stop: north gate (turn 2, 2025-01-01; possibly outdated)"]
+    assembly = assemble_context(SYSTEM, [], "next?", budget=200, profile_lines=lines, shares=Shares(profile=0.4))
+    assert assembly.report.ids("profile", dropped=True) == [lines[2]]
+
+
+def test_recall_keeps_to_its_share_best_first():
+    assembly = assemble_context(SYSTEM, [], "next?", budget=190, recalled=RECALLED, shares=Shares(recall=0.4))
+    assert assembly.report.ids("recall") == [0] and assembly.report.ids("recall", dropped=True) == [1]
+
+
+def test_unused_shares_go_to_the_window():
+    alone = assemble_context(SYSTEM, WINDOW, "next?", budget=600)
+    assert alone.report.part("window").cap == 600 - sum(p.tokens for p in alone.report.parts
+                                                        if p.kind in ("fixed", "system", "question"))
+
+
+def test_no_budget_includes_everything():
+    assembly = assemble_context(SYSTEM, WINDOW, "next?", summary=SUMMARY, recalled=RECALLED, profile_lines=PROFILE)
+    assert assembly.report.ids("window") == list(range(6)) and assembly.report.ids("recall") == [0, 1]
+
+
+def test_budget_too_small_for_the_question_is_explained():
+    with pytest.raises(ContextBudgetError, match="raise the budget"):
+        assemble_context(SYSTEM, WINDOW, "next? " * 50, budget=40)
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_empty_question_is_refused(question):
+    with pytest.raises(EmptyMessageError, match="empty"):
+        assemble_context(SYSTEM, WINDOW, question, budget=400)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, True])
+def test_bad_budget_is_refused(bad):
+    with pytest.raises(ValueError, match="budget"):
+        assemble_context(SYSTEM, [], "next?", budget=bad)
+
+
+def test_shares_must_leave_room_for_the_window():
+    with pytest.raises(ValueError, match="add up to at most 1"):
+        Shares(0.5, 0.5, 0.5)
+
+
+# ---------------------------------------------------------------- MemoryAssembler
+
+def test_failing_summariser_degrades_to_the_window_and_keeps_the_raw_turns():
+    memory = MemoryAssembler(summariser=Summariser(**ScriptedServer([503]).kwargs()), recall=False, profile=False)
+    with pytest.warns(SummaryWarning, match="using the plain window"):
+        memory.forget([(0, turn("My name is Priya."))])
+    assert memory.pending == [(0, turn("My name is Priya."))] and memory.summary.text == ""
+    assembly = memory.build(SYSTEM, [(1, turn("hi"))], "next?", budget=300)
+    assert assembly.report.warnings == ["turn 0 not summarised yet"]
+    memory.summariser = Summariser(**offline())
+    memory.forget([(1, turn("I like maps."))])
+    assert memory.summary.turn_ids == [0, 1] and memory.pending == []
+
+
+def broken_client():
+    def handle(request):
+        return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
+    return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+
+
+def test_failing_embeddings_degrade_to_the_window():
+    memory = MemoryAssembler(summariser=False, profile=False, recall=RecallIndex(client=broken_client(),
+                                                                                   settings=load_settings("offline")))
+    memory.remember(0, turn("My locker number is 4471."))
+    with pytest.warns(RecallWarning):
+        assembly = memory.build(SYSTEM, [], "What's my locker number?", budget=300)
+    assert assembly.report.ids("recall") == [] and "recall skipped" in assembly.report.warnings[0]
+    assert memory.recall.pending == [0]
+
+
+def test_pin_adds_a_keep_fact():
+    memory = MemoryAssembler(summariser=Summariser(**offline()), recall=False, profile=False)
+    memory.pin("budget is 40 dollars")
+    memory.forget([(0, turn("Hi. I study maps. My budget is 40 dollars."))])
+    assert "budget is 40 dollars" in memory.summary.text
+
+
+# ---------------------------------------------------------------- ChatSession(memory=...)
+
+INTRO = "Hi! My name is Priya Raman. I can't do mornings."
+CAMPUS = ["When does the AI club meet?", "Where can I print a poster?", "When is the library open?",
+          "When does the robotics club meet?"]
+
+
+@pytest.fixture(scope="module")
+def long_session():
+    session = ChatSession(memory=MemoryAssembler(**offline()), max_turns=2, max_tokens=1800, **offline())
+    for question in [INTRO] + CAMPUS:
+        session.chat(question)
+    return session
+
+
+def test_session_keeps_every_raw_turn(long_session):
+    ids = [d.turn_id for d in long_session.dropped] + long_session.turn_ids
+    assert ids == list(range(5)) and long_session.dropped[0].messages[0]["content"] == INTRO
+    assert long_session.memory.summary.turn_ids == [0, 1]  # the window holds turns 2-3 when 4 is asked
+
+
+def test_session_first_requests_fit_the_budget(long_session):
+    stats = long_session.stats
+    firsts = [p for p, t, prev in zip(stats.prompt_tokens, stats.turn_of_request, [None] + stats.turn_of_request)
+              if t != prev]
+    assert len(firsts) == 5 and max(firsts) <= 1800
+    assert stats.estimated_tokens[0] == stats.prompt_tokens[0]  # the offline count is exact
+
+
+def test_memory_answers_what_the_window_forgot(long_session):
+    forgetful = ChatSession(max_turns=2, **offline())
+    for question in [INTRO] + CAMPUS:
+        forgetful.chat(question)
+    assert forgetful.chat("What is my name?").startswith("I don't know")
+    snapshot = json.loads(json.dumps(long_session.snapshot()))
+    resumed = ChatSession.from_snapshot(snapshot, memory=MemoryAssembler(**offline()), **offline())
+    assert "Priya Raman" in resumed.chat("What is my name?")
+    assert "can't do mornings" in resumed.chat("What did I say about mornings?")
+    report = resumed.memory.last_report
+    assert report.ids("profile") and find_problems(resumed.messages) == []
+
+
+def test_verbose_session_shows_the_context_and_memory_events(capsys):
+    session = ChatSession(memory=MemoryAssembler(**offline()), max_turns=1, verbose=True, **offline())
+    session.chat(INTRO)
+    session.chat("ok thanks")
+    session.chat("When is the library open?")
+    out = capsys.readouterr().out
+    assert "memory  profile name/name = 'Priya Raman' (turn 0)" in out
+    assert "memory  turn 1 is small talk" in out and "memory  summarised turn 0" in out
+    assert "context summary" in out
+
+
+def test_budget_error_leaves_the_session_unchanged():
+    session = ChatSession(memory=MemoryAssembler(**offline()), max_tokens=700, **offline())
+    with pytest.raises(ContextBudgetError):
+        session.chat("hello")  # the tool schemas alone are over 600 tokens
+    assert session.turns == [] and len(session.messages) == 1
+
+
+def test_empty_message_is_refused_before_anything_is_sent():
+    session = ChatSession(memory=MemoryAssembler(**offline()), **offline())
+    with pytest.raises(EmptyMessageError):
+        session.chat("  ")
+    assert session.turns == [] and session.stats.prompt_tokens == []
+
+
+def test_failed_turn_is_rolled_back_with_memory():
+    server = ScriptedServer([{"content": "hello"}, 503])
+    session = ChatSession(memory=MemoryAssembler(**offline()), **server.kwargs())
+    session.chat("My name is Priya.")
+    before = session.messages
+    with pytest.raises(EndpointError):
+        session.chat("and now?")
+    assert session.messages == before and session.turn_ids == [0]
+
+
+def test_undo_and_reset_clear_the_memory_of_a_turn():
+    session = ChatSession(memory=MemoryAssembler(**offline()), **offline())
+    session.chat("My name is Priya Raman.")
+    session.undo()
+    assert len(session.memory.profile) == 0 and len(session.memory.recall) == 0
+    session.chat("My name is Priya Raman.")
+    session.reset()
+    assert len(session.memory.profile) == 0 and session.memory.summary.text == ""
+
+
+def test_streamed_turn_uses_the_memory_too():
+    session = ChatSession(memory=MemoryAssembler(**offline()), **offline())
+    streamed = "".join(session.stream("My name is Priya Raman."))
+    assert streamed == "Noted: Priya Raman." and session.memory.profile.get("name").value == "Priya Raman"

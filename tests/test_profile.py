@@ -1,0 +1,177 @@
+"""Profile memory (helpers/memory/profile.py) and the stand-in's profile and about-the-user rules."""
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+
+from helpers.config import load_settings
+from helpers.memory.profile import ProfileMemory, ProfileFormatError, ProfileWarning, parse_profile_reply
+from helpers.offline import make_offline_client
+from helpers.offline_policy import decide, extract_profile_facts
+
+from scripted import ScriptedServer
+
+
+@pytest.fixture
+def profile():
+    return ProfileMemory(client=make_offline_client(), settings=load_settings("offline"))
+
+
+def facts_reply(*facts):
+    return {"content": json.dumps({"facts": [dict(zip(("key", "topic", "value"), f)) for f in facts]})}
+
+
+# ---------------------------------------------------------------- the stand-in's rules
+
+@pytest.mark.parametrize("said, fact", [
+    ("Hi, my name is Priya Raman.", ("name", "name", "Priya Raman")),
+    ("Please call me Pri.", ("name", "name", "Pri")),
+    ("I'm vegetarian, by the way.", ("constraint", "diet", "vegetarian")),
+    ("I am allergic to peanuts and shellfish.", ("constraint", "allergy", "allergic to peanuts and shellfish")),
+    ("I can't do mornings, sorry.", ("constraint", "schedule", "can't do mornings")),
+    ("I prefer email.", ("preference", "contact", "email")),
+    ("Actually I prefer the south gate shuttle stop now.", ("preference", "stop", "the south gate shuttle stop")),
+    ("My goal is to finish the robotics certificate.", ("goal", "goal", "finish the robotics certificate")),
+])
+def test_profile_rule(said, fact):
+    assert extract_profile_facts(f"USER SAID (turn 1):\n{said}")["facts"] == [dict(zip(("key", "topic", "value"),
+                                                                                      fact))]
+
+
+def test_profile_rule_ignores_the_assistant_section():
+    prompt = "USER SAID (turn 1):\nWhen is lunch?\n\nASSISTANT REPLIED (context only):\nMy name is Lark. I'm vegan."
+    assert extract_profile_facts(prompt) == {"facts": []}
+
+
+def test_about_user_rule_answers_from_a_profile_block():
+    block = "User profile:\n- name: Priya Raman (turn 0, 2026-11-30)"
+    reply = decide([{"role": "system", "content": "You help."}, {"role": "system", "content": block},
+                    {"role": "user", "content": "What is my name?"}])
+    assert reply.content == "Your profile says (turn 0): name: Priya Raman."
+
+
+def test_about_user_rule_prefers_the_newest_statement():
+    block = ('Recalled:\n[turn 9] user: "I prefer the south gate stop."\n'
+             '[turn 2] user: "I prefer the north gate stop."')
+    reply = decide([{"role": "system", "content": "You help."}, {"role": "system", "content": block},
+                    {"role": "user", "content": "What did I say about the gate stop?"}])
+    assert "(turn 9)" in reply.content and "south" in reply.content
+
+
+def test_about_user_rule_does_not_know_without_the_fact():
+    reply = decide([{"role": "system", "content": "You help. The user's name is not here."},
+                    {"role": "user", "content": "What is my name?"}])
+    assert reply.content.startswith("I don't know")
+
+
+def test_about_user_rule_never_uses_the_assistants_words():
+    reply = decide([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "My name is Lark."},
+                    {"role": "user", "content": "What is my name?"}])
+    assert reply.content.startswith("I don't know")
+
+
+def test_statements_and_acknowledgements_get_short_replies():
+    assert decide([{"role": "user", "content": "I'm vegetarian."}], tools=[]).content == "Noted: vegetarian."
+    assert decide([{"role": "user", "content": "ok thanks"}]).content == "You're welcome!"
+
+
+# ---------------------------------------------------------------- ProfileMemory
+
+def test_update_records_turn_id_and_timestamp(profile):
+    update = profile.update(3, "Hi, my name is Priya Raman.")
+    fact = profile.get("name")
+    assert update.added == [fact] and (fact.value, fact.turn_id) == ("Priya Raman", 3)
+    assert fact.recorded_at == "2026-11-30T10:00:00-08:00"  # helpers.clock.now(), frozen by conftest
+
+
+def test_newer_statement_replaces_the_older_one(profile):
+    profile.update(1, "I prefer the north gate shuttle stop.")
+    update = profile.update(7, "Actually I prefer the south gate shuttle stop now.")
+    assert profile.get("preference", "stop").value == "the south gate shuttle stop"
+    assert [f.value for f in update.replaced] == ["the north gate shuttle stop"] and len(profile.history) == 1
+
+
+def test_an_older_statement_never_overrides_a_newer_one(profile):
+    profile.update(7, "I prefer the south gate shuttle stop.")
+    profile.update(1, "I prefer the north gate shuttle stop.")
+    assert profile.get("preference", "stop").turn_id == 7
+
+
+def test_extraction_asks_for_strict_json():
+    server = ScriptedServer([facts_reply()])
+    ProfileMemory(**server.kwargs()).update(0, "I'm vegetarian.")
+    assert server.requests[0]["response_format"] == {"type": "json_object"}
+    assert "profile extractor" in server.requests[0]["messages"][0]["content"]
+
+
+def test_assistant_words_are_never_user_facts(caplog):
+    server = ScriptedServer([facts_reply(("name", "name", "Lark"))])
+    memory = ProfileMemory(**server.kwargs())
+    with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
+        update = memory.update(0, "What is your name?", "My name is Lark.")
+    assert len(memory) == 0 and "not in the user's words" in update.rejected[0]
+    assert "not in the user's words" in caplog.text
+
+
+@pytest.mark.parametrize("reply", [
+    "not json", '{"facts": "name"}', '{"facts": [], "extra": 1}', '["name"]',
+    '{"facts": [{"key": "name", "value": "Priya"}]}', '{"facts": [{"key": "age", "topic": "a", "value": "20"}]}',
+    '{"facts": [{"key": "name", "topic": "name", "value": ""}]}'])
+def test_malformed_replies_are_rejected(reply):
+    with pytest.raises(ProfileFormatError):
+        parse_profile_reply(reply)
+
+
+def test_malformed_reply_is_logged_and_never_merged(caplog):
+    server = ScriptedServer([{"content": '{"facts": [{"key": "name", "topic": "name", "value": "Priya"}, 42]}'}])
+    memory = ProfileMemory(**server.kwargs())
+    with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
+        update = memory.update(0, "My name is Priya.")
+    assert len(memory) == 0 and update.added == [] and "rejected" in caplog.text
+    assert memory.rejected and "fact 1" in memory.rejected[0]
+
+
+def test_request_failure_warns_and_merges_nothing():
+    memory = ProfileMemory(**ScriptedServer([503]).kwargs())
+    with pytest.warns(ProfileWarning, match="turn 4"):
+        update = memory.update(4, "My name is Priya.")
+    assert len(memory) == 0 and update.added == []
+
+
+def test_small_talk_is_not_sent():
+    server = ScriptedServer([])
+    ProfileMemory(**server.kwargs()).update(0, "thanks!")
+    assert server.requests == []
+
+
+def test_stale_facts_are_flagged(profile, monkeypatch):
+    profile.update(0, "I can't do mornings.")
+    assert "possibly outdated" not in profile.lines()[0]
+    monkeypatch.setenv("WORKSHOP_NOW", "2027-06-01T10:00:00-07:00")
+    assert profile.lines()[0].endswith("(turn 0, 2026-11-30; possibly outdated)")
+    profile.stale_after = timedelta(days=365)
+    assert "possibly outdated" not in profile.lines()[0]
+
+
+def test_block_is_a_system_message(profile):
+    assert profile.block() is None
+    profile.update(0, "My name is Priya Raman and I'm vegetarian.")
+    block = profile.block()
+    assert block["role"] == "system"
+    assert block["content"].splitlines()[1:] == ["- name: Priya Raman (turn 0, 2026-11-30)",
+                                                 "- constraint/diet: vegetarian (turn 0, 2026-11-30)"]
+
+
+def test_discard_brings_back_what_a_turn_replaced(profile):
+    profile.update(1, "I prefer the north gate shuttle stop.")
+    profile.update(2, "I prefer the south gate shuttle stop.")
+    profile.discard(2)
+    assert profile.get("preference", "stop").value == "the north gate shuttle stop" and profile.history == []
+
+
+def test_state_round_trip(profile):
+    profile.update(0, "My name is Priya Raman.")
+    restored = ProfileMemory()
+    restored.restore(json.loads(json.dumps(profile.state())))
+    assert restored.lines() == profile.lines()

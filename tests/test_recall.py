@@ -1,0 +1,123 @@
+"""Recall of older turns by meaning (helpers/memory/recall.py)."""
+import warnings
+
+import httpx2
+import openai
+import pytest
+
+from helpers.config import load_settings
+from helpers.embeddings import EmbeddingTruncationWarning
+from helpers.history import find_problems
+from helpers.memory.recall import (EMBED_CHARS, RecallIndex, RecallWarning, is_substantive, quote_turn,
+                                   recall_block)
+from helpers.offline import make_offline_client
+
+
+def turn(user, answer="Noted."):
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+TOOL_TURN = [{"role": "user", "content": "When does the robotics club meet?"},
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "search_campus_info",
+                                                                "arguments": '{"query": "robotics club"}'}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": '{"results": [{"id": "club-robotics"}]}'},
+             {"role": "assistant", "content": 'Robotics Club meets on Wednesdays at 19:00 "Maker Lab".'}]
+CONVERSATION = [turn("My locker number is 4471."), turn("When is the library open?", "From 07:30 [library-hours]."),
+                turn("ok thanks", "You're welcome!"), turn("My advisor is Dr. Hollis Varga."), TOOL_TURN,
+                turn("Where can I print a poster?", "In Harrow Library [printing].")]
+
+
+def broken_client():
+    def handle(request):
+        return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
+    return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+
+
+@pytest.fixture
+def index():
+    recall = RecallIndex(client=make_offline_client(), settings=load_settings("offline"))
+    for turn_id, messages in enumerate(CONVERSATION):
+        recall.add(turn_id, messages)
+    return recall
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("ok", False), ("Thanks!", False), ("got it, thank you", False), ("", False), ("   ", False), (None, False),
+    ("My locker number is 4471.", True), ("When is the library open?", True)])
+def test_is_substantive(text, expected):
+    assert is_substantive(text) is expected
+
+
+def test_small_talk_is_not_stored(index):
+    assert index.skipped == [2] and 2 not in index.texts and len(index) == 5
+
+
+def test_turns_are_embedded_lazily_in_one_batch(index):
+    assert index.embed_requests == 0 and index.pending == [0, 1, 3, 4, 5]
+    index.search("What's my locker number?")
+    assert index.embed_requests == 2 and index.pending == []  # one batch of turns, one query
+
+
+def test_search_finds_the_relevant_turn(index):
+    found = index.search("What's my locker number?")
+    assert found[0].turn_id == 0 and "4471" in found[0].text
+
+
+def test_search_skips_turns_in_the_window(index):
+    found = index.search("What's my locker number?", exclude=[0, 1])
+    assert all(item.turn_id not in (0, 1) for item in found)
+
+
+def test_search_respects_k_and_min_score(index):
+    assert len(index.search("Who is my advisor?", k=1)) == 1
+    index.min_score = 0.99
+    assert index.search("Who is my advisor?") == []
+
+
+def test_recalled_tool_turn_is_quoted_text_not_tool_messages(index):
+    found = index.search("When does the robotics club meet?")
+    assert found[0].turn_id == 4
+    block = recall_block(found)
+    assert block["role"] == "system" and "tool_calls" not in block
+    assert '[turn 4] user: "When does the robotics club meet?"' in block["content"]
+    assert "(tools used: search_campus_info)" in block["content"]
+    assert "'Maker Lab'" in block["content"]  # inner quotes cannot break the quoting
+    assert find_problems([block, {"role": "user", "content": "and then?"}]) == []
+
+
+def test_embedding_failure_warns_and_keeps_the_turns():
+    recall = RecallIndex(client=broken_client(), settings=load_settings("offline"))
+    recall.add(0, CONVERSATION[0])
+    with pytest.warns(RecallWarning, match="recall skipped"):
+        assert recall.search("What's my locker number?") == []
+    assert recall.pending == [0]
+    recall.client = make_offline_client()
+    assert recall.search("What's my locker number?")[0].turn_id == 0
+
+
+def test_huge_turn_is_clipped_before_embedding(index):
+    index.add(9, turn("My bike is green. " + "word " * 20_000))
+    assert all(len(piece) <= EMBED_CHARS for piece in index.texts[9])
+    assert len(quote_turn(9, turn("x" * 9_000), max_chars=400)) < 500
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingTruncationWarning)
+        assert index.search("What colour is my bike?")[0].turn_id == 9
+
+
+def test_empty_turn_and_empty_question(index):
+    assert index.add(7, turn("", "Hello?")) is False
+    assert index.search("   ") == []
+
+
+def test_discard_forgets_a_turn(index):
+    index.search("warm up")
+    index.discard(0)
+    assert all(item.turn_id != 0 for item in index.search("What's my locker number?"))
+
+
+def test_state_round_trip(index):
+    restored = RecallIndex(client=make_offline_client(), settings=load_settings("offline"))
+    restored.restore(index.state())
+    assert restored.search("What's my locker number?")[0].turn_id == 0
