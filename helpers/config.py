@@ -21,6 +21,7 @@ DEFAULT_CHAT_MODEL = "meta/llama-3.3-70b-instruct"
 DEFAULT_EMBEDDING_MODEL = "nvidia/nv-embedqa-e5-v5"
 OFFLINE_CHAT_MODEL = "offline/stand-in"
 OFFLINE_EMBEDDING_MODEL = "local/all-minilm-l6-v2"
+OFFLINE_API_KEY = "no-key-needed"  # the stand-in checks no key; the client needs some string
 DEFAULT_TEMPERATURE = 0.2
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
@@ -51,7 +52,8 @@ class Settings:
         if self.backend == "offline":
             return ("Backend: offline stand-in (NOT a language model: deterministic rules that read only "
                     "the messages sent). Set NVIDIA_API_KEY to use NVIDIA NIM.")
-        key = f"key from {self.key_source}" if self.api_key else "no key"
+        key = (f"key from {self.key_source}" if self.key_source not in ("none", "placeholder")
+               else "no key")
         return f"Backend: {self.backend} at {self.base_url}, model {self.chat_model} ({key})"
 
     def with_overrides(self, **changes) -> "Settings":
@@ -192,7 +194,7 @@ def load_settings(backend: str | None = None, *, prompt: bool | None = None, **o
         key = key or os.environ.get("OPENAI_API_KEY") or "not-needed"
         source = source if source != "none" else "placeholder"
     else:  # offline
-        base_url, key, source = OFFLINE_BASE_URL, "offline", "none"
+        base_url, key, source = OFFLINE_BASE_URL, OFFLINE_API_KEY, "none"
         chat_model = chat_model if chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
         embedding_model = OFFLINE_EMBEDDING_MODEL
 

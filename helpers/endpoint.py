@@ -109,3 +109,35 @@ def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) 
         return result(model_found=True if listed else None,
                       problem=f"chat request failed with HTTP {error.status_code}: {_error_text(error)}")
     return result(key_accepted=True, model_found=True, chat_works=True)
+
+
+def wait_until_ready(base_url: str, *, timeout: float = 600.0, interval: float = 5.0,
+                     path: str = "/health/ready", sleep=None, get=None) -> str:
+    """Poll a local NIM container's readiness endpoint until it answers 200; return one line.
+
+    ``base_url`` is the OpenAI base URL (``http://localhost:8000/v1``); NIM answers
+    ``GET /v1/health/ready`` with 200 only once the model is loaded. Raises TimeoutError
+    with a plain explanation when it is not ready in time.
+    """
+    import time
+
+    import httpx2
+
+    sleep = sleep or time.sleep
+    get = get or (lambda url: httpx2.get(url, timeout=min(interval, 10.0)).status_code)
+    url = base_url.rstrip("/") + path
+    waited, last = 0.0, "no answer yet"
+    while True:
+        try:
+            status = get(url)
+            if status == 200:
+                return f"READY: {url} after {waited:.0f} s"
+            last = f"HTTP {status}"
+        except Exception as error:  # connection refused while the container starts
+            last = type(error).__name__
+        if waited >= timeout:
+            raise TimeoutError(f"{url} was not ready after {timeout:.0f} s (last: {last}). The first start "
+                               "downloads the model into the cache directory and can take many minutes; "
+                               "check `docker logs` for progress.")
+        sleep(interval)
+        waited += interval

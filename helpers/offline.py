@@ -18,7 +18,7 @@ import httpx2
 import openai
 
 from helpers import clock, tokens
-from helpers.config import OFFLINE_BASE_URL, OFFLINE_CHAT_MODEL, OFFLINE_EMBEDDING_MODEL
+from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_CHAT_MODEL, OFFLINE_EMBEDDING_MODEL
 from helpers.history import find_problems
 from helpers.offline_policy import decide
 
@@ -231,6 +231,6 @@ def handle(request: httpx2.Request) -> httpx2.Response:
 def make_offline_client(**kwargs) -> openai.OpenAI:
     """A real ``openai.OpenAI`` client whose requests are answered in-process by the stand-in."""
     return openai.OpenAI(
-        api_key="offline", base_url=OFFLINE_BASE_URL, max_retries=0,
+        api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)), **kwargs,
     )
