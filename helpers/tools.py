@@ -99,10 +99,17 @@ def campus_knowledge_base():
     """The campus knowledge base the tools search, embedded once per process (notebook 02)."""
     global _KB
     if _KB is None:
+        import os
+
         from helpers.client import get_client, get_settings
         from helpers.knowledge import KnowledgeBase
 
-        _KB = KnowledgeBase.load(get_client(quiet=True), model=get_settings().embedding_model)
+        settings = get_settings()
+        if settings.backend == "openai-compatible" and not os.environ.get("WORKSHOP_EMBEDDING_MODEL"):
+            # Local chat servers rarely serve an embedding model: embed with the local MiniLM instead.
+            _KB = KnowledgeBase.load(None)
+        else:
+            _KB = KnowledgeBase.load(get_client(quiet=True), model=settings.embedding_model)
     return _KB
 
 

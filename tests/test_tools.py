@@ -107,3 +107,18 @@ def test_unknown_tool_name_in_schema_request():
 
 def test_results_are_json_text():
     assert json.loads(run_tool("days_until_weekday", {"weekday": "Fri"}))["days"] == 4
+
+
+def test_local_servers_search_with_the_local_embedding_model(monkeypatch):
+    from helpers import client as client_module
+    from helpers.config import load_settings
+    from helpers.embeddings import LOCAL_MODEL_NAME
+
+    settings = load_settings("openai-compatible", base_url="http://127.0.0.1:9/v1", chat_model="smollm2")
+    monkeypatch.delenv("WORKSHOP_EMBEDDING_MODEL", raising=False)
+    monkeypatch.setattr(client_module, "_default", (settings, None))
+    monkeypatch.setattr(tools, "_KB", None)
+    kb = tools.campus_knowledge_base()
+    assert kb.model == LOCAL_MODEL_NAME and kb.client is None
+    assert json.loads(run_tool("search_campus_info", {"query": "AI club"}))["results"][0]["id"] == "club-ai"
+    monkeypatch.setattr(tools, "_KB", None)
