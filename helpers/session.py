@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS, AgentResult, agent_turn
-from helpers.history import DroppedTurn, TurnIndex, UsageLedger, approx_tokens, split_turns
+from helpers.history import DroppedTurn, TurnIndex, approx_tokens, split_turns
+from helpers.ledger import UsageLedger
 from helpers.tools import tool_schemas
 
 SESSION_SYSTEM_PROMPT = (

@@ -11,13 +11,13 @@ from helpers.history import (
     DroppedTurn,
     HistoryError,
     TurnIndex,
-    UsageLedger,
     approx_tokens,
     find_problems,
     split_turns,
     trim_to_budget,
     trim_to_turns,
 )
+from helpers.ledger import UsageLedger
 
 SYSTEM = {"role": "system", "content": "You are the Larkspur University campus assistant."}
 

@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from helpers.history import (
     TurnIndex,
-    UsageLedger,
     approx_tokens,
     find_problems,
     split_turns,
     trim_to_budget,
     trim_to_turns,
 )
+from helpers.ledger import UsageLedger
 
 TOOLS = ["room_lookup", "course_search", "library_hours", "shuttle_times"]
 WORDS = "the quad library shuttle Hale room seminar Birch lab open closed at noon 18:00 is free".split()
