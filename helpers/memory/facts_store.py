@@ -223,6 +223,43 @@ def _group(rows: Sequence[tuple]) -> list[StoredFact]:
     return list(facts.values())
 
 
+def save_changes(executemany, changes: Changes) -> None:
+    """Write one batch of changes with ``executemany(sql, rows)``; SQL uses ``?`` placeholders.
+
+    Shared by every backend (PostgreSQL passes an ``executemany`` that turns ``?`` into ``%s``).
+    Provenance operations keep their order: consecutive ones of one kind go in one call.
+    """
+    def run(sql: str, rows: list) -> None:
+        if rows:
+            executemany(sql, rows)
+
+    run("INSERT INTO facts (id, user_id, subject, attribute, slot, value, value_key, status, superseded_by, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(f.id, f.user_id, f.subject, f.attribute, f.slot, f.value, f.value_key, f.status, f.superseded_by,
+          f.created_at, f.updated_at) for f in changes.new_facts])
+    run("UPDATE facts SET status = ?, superseded_by = ?, updated_at = ? WHERE id = ?",
+        [(f.status, f.superseded_by, f.updated_at, f.id) for f in changes.changed_facts])
+    ops, start = changes.provenance, 0
+    while start < len(ops):
+        end = start
+        while end < len(ops) and ops[end][0] == ops[start][0]:
+            end += 1
+        if ops[start][0] == "put":
+            run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, recorded_at, "
+                "withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (fact_id, source_id) DO UPDATE SET "
+                "source_version = excluded.source_version, evidence = excluded.evidence, withdrawn_at = NULL",
+                [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
+                 for _, fid, p in ops[start:end]])
+        else:
+            run("UPDATE provenance SET withdrawn_at = ? WHERE fact_id = ? AND source_id = ?",
+                [(at, fid, source_id) for _, fid, source_id, at in ops[start:end]])
+        start = end
+    run("INSERT INTO audit (user_id, subject, attribute, value, source_id, source_kind, source_version, "
+        "outcome, reason, fact_id, support, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version,
+          e.outcome, e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])
+
+
 class _SQLiteTransaction:
     """FactTransaction on one SQLite connection inside BEGIN IMMEDIATE."""
 
@@ -257,38 +294,7 @@ class _SQLiteTransaction:
         return self._next_id
 
     def save(self, changes: Changes) -> None:
-        conn = self._conn
-        if changes.new_facts:
-            conn.executemany(
-                "INSERT INTO facts (id, user_id, subject, attribute, slot, value, value_key, status, superseded_by, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(f.id, f.user_id, f.subject, f.attribute, f.slot, f.value, f.value_key, f.status, f.superseded_by,
-                  f.created_at, f.updated_at) for f in changes.new_facts])
-        if changes.changed_facts:
-            conn.executemany("UPDATE facts SET status = ?, superseded_by = ?, updated_at = ? WHERE id = ?",
-                             [(f.status, f.superseded_by, f.updated_at, f.id) for f in changes.changed_facts])
-        ops = changes.provenance
-        start = 0
-        while start < len(ops):  # consecutive operations of one kind go in one executemany, order kept
-            end = start
-            while end < len(ops) and ops[end][0] == ops[start][0]:
-                end += 1
-            if ops[start][0] == "put":
-                conn.executemany(
-                    "INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, recorded_at, "
-                    "withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (fact_id, source_id) DO UPDATE SET "
-                    "source_version = excluded.source_version, evidence = excluded.evidence, withdrawn_at = NULL",
-                    [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
-                     for _, fid, p in ops[start:end]])
-            else:
-                conn.executemany("UPDATE provenance SET withdrawn_at = ? WHERE fact_id = ? AND source_id = ?",
-                                 [(at, fid, source_id) for _, fid, source_id, at in ops[start:end]])
-            start = end
-        conn.executemany(
-            "INSERT INTO audit (user_id, subject, attribute, value, source_id, source_kind, source_version, "
-            "outcome, reason, fact_id, support, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version,
-              e.outcome, e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])
+        save_changes(self._conn.executemany, changes)
 
 
 class SQLiteFactStore:

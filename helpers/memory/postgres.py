@@ -33,7 +33,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from helpers.clock import now
 from helpers.memory import facts_store
-from helpers.memory.facts_store import AuditEntry, Changes, FactStoreError, LockKey, Provenance, StoredFact
+from helpers.memory.facts_store import (AuditEntry, Changes, FactStoreError, LockKey, Provenance, StoredFact,
+                                        save_changes)
 from helpers.memory.store import (
     SCHEMA_TABLE, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError, StoredSession, check_ids,
     decode_state,
@@ -233,38 +234,10 @@ class PostgresSessionStore(SessionStoreBase):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
-                row = conn.execute("SELECT revision FROM sessions WHERE user_id = %s AND session_id = %s",
-                                   (user_id, session_id)).fetchone()
-                stored = row[0] if row else 0
-                if expected_revision is not None and stored != expected_revision:
-                    raise self._conflict(user_id, session_id, stored, expected_revision)
-                if row is None:
-                    conn.execute(
-                        "INSERT INTO sessions (user_id, session_id, revision, header, title, turns, dropped, "
-                        "forked_from, forked_at, created_at, updated_at) "
-                        "VALUES (%s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (user_id, session_id, encoded.header, encoded.title, encoded.turns, encoded.dropped,
-                         *(lineage or (None, None)), at, at))
-                else:
-                    conn.execute("UPDATE sessions SET revision = %s, header = %s, title = %s, turns = %s, "
-                                 "dropped = %s, updated_at = %s WHERE user_id = %s AND session_id = %s",
-                                 (stored + 1, encoded.header, encoded.title, encoded.turns, encoded.dropped, at,
-                                  user_id, session_id))
-                have = dict(conn.execute("SELECT turn_id, digest FROM session_turns WHERE user_id = %s AND "
-                                         "session_id = %s", (user_id, session_id)).fetchall())
-                wanted = {r[0] for r in encoded.rows}
-                gone = [t for t in have if t not in wanted]
-                if gone:
-                    conn.execute("DELETE FROM session_turns WHERE user_id = %s AND session_id = %s AND "
-                                 "turn_id = ANY(%s)", (user_id, session_id, gone))
-                changed = [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]]
-                if changed:
-                    conn.cursor().executemany(
-                        "INSERT INTO session_turns (user_id, session_id, turn_id, state, question, body, digest) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE "
-                        "SET state = EXCLUDED.state, question = EXCLUDED.question, body = EXCLUDED.body, "
-                        "digest = EXCLUDED.digest", changed)
-                return stored + 1
+                cur = conn.cursor()
+                return self._write_rows(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
+                                        lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows),
+                                        user_id, session_id, encoded, expected_revision, lineage, at)
         except psycopg.Error as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed and was rolled back "
                                     f"({str(err).strip()}); the stored session is as it was - retry") from None
@@ -369,38 +342,7 @@ class _PGFactTransaction:
 
     def save(self, changes: Changes) -> None:
         cur = self._conn.cursor()
-        if changes.new_facts:
-            cur.executemany(
-                "INSERT INTO facts (id, user_id, subject, attribute, slot, value, value_key, status, superseded_by, "
-                "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(f.id, f.user_id, f.subject, f.attribute, f.slot, f.value, f.value_key, f.status, f.superseded_by,
-                  f.created_at, f.updated_at) for f in changes.new_facts])
-        if changes.changed_facts:
-            cur.executemany("UPDATE facts SET status = %s, superseded_by = %s, updated_at = %s WHERE id = %s",
-                            [(f.status, f.superseded_by, f.updated_at, f.id) for f in changes.changed_facts])
-        ops, start = changes.provenance, 0
-        while start < len(ops):  # consecutive operations of one kind go in one executemany, order kept
-            end = start
-            while end < len(ops) and ops[end][0] == ops[start][0]:
-                end += 1
-            if ops[start][0] == "put":
-                cur.executemany(
-                    "INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, recorded_at, "
-                    "withdrawn_at) VALUES (%s, %s, %s, %s, %s, %s, NULL) ON CONFLICT (fact_id, source_id) DO UPDATE "
-                    "SET source_version = EXCLUDED.source_version, evidence = EXCLUDED.evidence, withdrawn_at = NULL",
-                    [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
-                     for _, fid, p in ops[start:end]])
-            else:
-                cur.executemany("UPDATE provenance SET withdrawn_at = %s WHERE fact_id = %s AND source_id = %s",
-                                [(at, fid, source_id) for _, fid, source_id, at in ops[start:end]])
-            start = end
-        if changes.audit:
-            cur.executemany(
-                "INSERT INTO audit (user_id, subject, attribute, value, source_id, source_kind, source_version, "
-                "outcome, reason, fact_id, support, decided_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version,
-                  e.outcome, e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])
+        save_changes(lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows), changes)
 
 
 class PostgresFactStore:

@@ -270,6 +270,41 @@ class SessionStoreBase:
                lineage: tuple[str, int] | None = None) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _write_rows(self, execute, executemany, user_id: str, session_id: str, encoded: EncodedSession,
+                    expected_revision: int | None, lineage: tuple[str, int] | None, at: str) -> int:
+        """The rows of one save, inside the backend's transaction; SQL uses ``?`` placeholders.
+
+        Writes the header row and only the turn rows whose digest changed; returns the new revision.
+        """
+        row = execute("SELECT revision FROM sessions WHERE user_id = ? AND session_id = ?",
+                      (user_id, session_id)).fetchone()
+        stored = row[0] if row else 0
+        if expected_revision is not None and stored != expected_revision:
+            raise self._conflict(user_id, session_id, stored, expected_revision)
+        if row is None:
+            execute("INSERT INTO sessions (user_id, session_id, revision, header, title, turns, dropped, "
+                    "forked_from, forked_at, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (user_id, session_id, encoded.header, encoded.title, encoded.turns, encoded.dropped,
+                     *(lineage or (None, None)), at, at))
+        else:
+            execute("UPDATE sessions SET revision = ?, header = ?, title = ?, turns = ?, dropped = ?, "
+                    "updated_at = ? WHERE user_id = ? AND session_id = ?",
+                    (stored + 1, encoded.header, encoded.title, encoded.turns, encoded.dropped, at,
+                     user_id, session_id))
+        have = dict(execute("SELECT turn_id, digest FROM session_turns WHERE user_id = ? AND session_id = ?",
+                            (user_id, session_id)).fetchall())
+        wanted = {r[0] for r in encoded.rows}
+        gone = [(user_id, session_id, t) for t in have if t not in wanted]
+        if gone:
+            executemany("DELETE FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id = ?", gone)
+        changed = [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]]
+        if changed:
+            executemany("INSERT INTO session_turns (user_id, session_id, turn_id, state, question, body, digest) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
+                        "state = excluded.state, question = excluded.question, body = excluded.body, "
+                        "digest = excluded.digest", changed)
+        return stored + 1
+
     def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
              expected_revision: int | None = None) -> int:
         """Store the snapshot atomically; with ``expected_revision`` refuse if someone else saved since."""
@@ -442,34 +477,8 @@ class SQLiteSessionStore(SessionStoreBase):
         at = now().isoformat()
         try:
             with self._transaction() as conn:
-                row = conn.execute("SELECT revision FROM sessions WHERE user_id = ? AND session_id = ?",
-                                   (user_id, session_id)).fetchone()
-                stored = row[0] if row else 0
-                if expected_revision is not None and stored != expected_revision:
-                    raise self._conflict(user_id, session_id, stored, expected_revision)
-                if row is None:
-                    conn.execute(
-                        "INSERT INTO sessions (user_id, session_id, revision, header, title, turns, dropped, "
-                        "forked_from, forked_at, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (user_id, session_id, encoded.header, encoded.title, encoded.turns, encoded.dropped,
-                         *(lineage or (None, None)), at, at))
-                else:
-                    conn.execute("UPDATE sessions SET revision = ?, header = ?, title = ?, turns = ?, dropped = ?, "
-                                 "updated_at = ? WHERE user_id = ? AND session_id = ?",
-                                 (stored + 1, encoded.header, encoded.title, encoded.turns, encoded.dropped, at,
-                                  user_id, session_id))
-                have = dict(conn.execute("SELECT turn_id, digest FROM session_turns WHERE user_id = ? AND "
-                                         "session_id = ?", (user_id, session_id)).fetchall())
-                wanted = {r[0] for r in encoded.rows}
-                conn.executemany("DELETE FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id = ?",
-                                 [(user_id, session_id, t) for t in have if t not in wanted])
-                conn.executemany(
-                    "INSERT INTO session_turns (user_id, session_id, turn_id, state, question, body, digest) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
-                    "state = excluded.state, question = excluded.question, body = excluded.body, "
-                    "digest = excluded.digest",
-                    [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]])
-                return stored + 1
+                return self._write_rows(conn.execute, conn.executemany, user_id, session_id, encoded,
+                                        expected_revision, lineage, at)
         except sqlite3.DatabaseError as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed and was rolled back "
                                     f"({err}); the stored session is as it was - retry") from None
