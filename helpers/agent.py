@@ -22,6 +22,7 @@ from helpers.compat import normalize_messages
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
 
 MAX_STEPS = 6
+EMPTY_REPLY = "(the model returned an empty reply)"
 DEFAULT_SYSTEM_PROMPT = (
     "You are the Larkspur University campus assistant. Use the tools to look things up; never invent "
     "campus facts. Cite knowledge-base ids in square brackets. Always use days_until_weekday to count or "
@@ -134,8 +135,10 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
             usage.append(response.usage)
             if on_response is not None and response.usage is not None:
                 on_response(sent, response)
-            messages.append(reply)
             calls = reply.get("tool_calls") or []
+            if not calls and not (reply.get("content") or "").strip():
+                reply = {"role": "assistant", "content": EMPTY_REPLY}  # a strict server rejects an empty one
+            messages.append(reply)
             if not calls:
                 say(f"answer  {_short(reply.get('content') or '', 400)}")
                 return AgentResult(reply.get("content") or "", messages, messages[start:], step, "answer", usage)

@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+import openai
+
 from helpers.client import EndpointError, make_client
+from helpers.history import HistoryError
 from helpers.config import BACKENDS, ConfigError, load_settings
 from helpers.memory.store import PersistentSession, SessionStore, SessionStoreError, SQLiteSessionStore
 
@@ -66,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _shown(db: str) -> str:
+    """A database address fit to print: a PostgreSQL DSN loses its password."""
+    if str(db).startswith(("postgresql://", "postgres://")) or "password=" in str(db):
+        from helpers.memory.postgres import describe_dsn
+
+        return "postgresql://" + describe_dsn(str(db))
+    return str(db)
+
+
 class TerminalChat:
     """The read-eval-print loop, with input and output injectable for tests."""
 
@@ -106,8 +118,11 @@ class TerminalChat:
                 self.write(f"assistant> {self.session.chat(text)}")
         except KeyboardInterrupt:
             self.write("\n(interrupted: that turn was not saved)")
-        except (EndpointError, ConfigError, SessionStoreError) as err:
+        except (EndpointError, ConfigError, SessionStoreError, HistoryError, ValueError) as err:
             self.write(f"error: {err}")
+        except openai.BadRequestError as err:  # e.g. the conversation outgrew the model's context
+            self.write(f"error: the server refused the request ({err.status_code}): {err.message}. "
+                       "Try /undo or /reset, or start with --max-turns.")
 
     def command(self, name: str) -> None:
         """Run one slash command."""
@@ -131,7 +146,7 @@ class TerminalChat:
                        f"{[d.turn_id for d in session.dropped] or 'none'}; {len(session.messages)} messages")
             self.write(f"summary/profile: {memory if memory else 'none'}")
             self.write(f"stored: {self.session.user_id}/{self.session.session_id} revision {self.session.revision} "
-                       f"in {self.db}")
+                       f"in {_shown(self.db)}")
         elif name == "/sessions":
             for info in self.session.store.list_sessions(self.session.user_id):
                 here = " (this one)" if info.session_id == self.session.session_id else ""
@@ -169,7 +184,7 @@ def run_chat(args: argparse.Namespace) -> int:
         print(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
               "Type a question, or /help.")
         resume = f"python -m helpers chat --user {args.user} --session {args.session}"
-        return TerminalChat(session, db=db, resume=resume + (f" --db {args.db}" if args.db else "")).run()
+        return TerminalChat(session, db=db, resume=resume + (f" --db {_shown(args.db)}" if args.db else "")).run()
     except (SessionStoreError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

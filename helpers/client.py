@@ -50,6 +50,16 @@ def get_client(settings: Settings | None = None, *, quiet: bool = False) -> open
     return client
 
 
+_clients: dict[Settings, openai.OpenAI] = {}
+
+
+def _client_for(settings: Settings) -> openai.OpenAI:
+    """One client per distinct settings (so ``chat(settings=...)`` goes where those settings say)."""
+    if settings not in _clients:
+        _clients[settings] = make_client(settings)
+    return _clients[settings]
+
+
 def get_settings() -> Settings:
     """The settings behind ``get_client()`` (loaded on first use)."""
     if _default is None:
@@ -62,6 +72,7 @@ def reset_default() -> None:
     global _default
     _default = None
     _announced.clear()
+    _clients.clear()
 
 
 def explain(error: Exception, settings: Settings | None = None) -> EndpointError:
@@ -106,8 +117,7 @@ def chat(messages: list, *, client: openai.OpenAI | None = None, settings: Setti
     server errors become an ``EndpointError`` with a plain explanation.
     """
     if client is None:
-        client = get_client()
-        settings = settings or get_settings()
+        client = get_client() if settings is None else _client_for(settings)
     settings = settings or get_settings()
     request = {"model": settings.chat_model, "temperature": settings.temperature,
                "messages": messages}

@@ -155,6 +155,15 @@ def _float_env(name: str, default: float) -> float:
         raise ConfigError(f"{name}={raw!r} is not a number") from None
 
 
+def _retries_env() -> int:
+    raw = os.environ.get("WORKSHOP_MAX_RETRIES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_RETRIES
+    if not raw.isdigit():
+        raise ConfigError(f"WORKSHOP_MAX_RETRIES={raw!r} must be a whole number >= 0")
+    return int(raw)
+
+
 def load_settings(backend: str | None = None, *, prompt: bool | None = None, **overrides) -> Settings:
     """Decide backend, URL, models and key from arguments, then environment, then defaults.
 
@@ -191,8 +200,17 @@ def load_settings(backend: str | None = None, *, prompt: bool | None = None, **o
             raise ConfigError(
                 "backend 'openai-compatible' needs WORKSHOP_BASE_URL, e.g. http://localhost:8000/v1"
             )
-        key = key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        source = source if source != "none" else "placeholder"
+        # The NVIDIA key goes only to NVIDIA's hosts; any other server gets its own key or none.
+        from urllib.parse import urlparse
+
+        host = urlparse(base_url).hostname or ""
+        if not (host == "nvidia.com" or host.endswith(".nvidia.com")):
+            key, source = None, "none"
+        for name in ("WORKSHOP_API_KEY", "OPENAI_API_KEY"):
+            if not key and os.environ.get(name, "").strip():
+                key, source = os.environ[name].strip(), name
+        if not key:
+            key, source = "not-needed", "placeholder"
     else:  # offline
         base_url, key, source = OFFLINE_BASE_URL, OFFLINE_API_KEY, "none"
         chat_model = chat_model if chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
@@ -205,7 +223,7 @@ def load_settings(backend: str | None = None, *, prompt: bool | None = None, **o
         embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
         temperature=_float_env("WORKSHOP_TEMPERATURE", DEFAULT_TEMPERATURE),
         timeout=_float_env("WORKSHOP_TIMEOUT", DEFAULT_TIMEOUT),
-        max_retries=int(_float_env("WORKSHOP_MAX_RETRIES", DEFAULT_MAX_RETRIES)),
+        max_retries=_retries_env(),
         key_source=source,
         api_key=key,
     )

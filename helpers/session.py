@@ -17,6 +17,7 @@ all within ``max_tokens``. Without ``memory`` nothing changes.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS, AgentResult, agent_turn
@@ -122,9 +123,8 @@ class ChatSession:
         ids = self.turn_ids
         if not ids:
             return None
-        kept = self._index.messages
-        starts = [i for i, m in enumerate(kept) if m.get("role") == "user"]
-        self._reset_index(kept[(1 if self.system_prompt else 0):starts[-1]], ids[:-1])
+        _, turns = split_turns(self._index.messages)
+        self._reset_index([m for turn in turns[:-1] for m in turn], ids[:-1])
         removed = next((t for t in reversed(self.turns) if t.turn_id == ids[-1]), None)
         if removed is not None:
             self.turns.remove(removed)
@@ -140,11 +140,12 @@ class ChatSession:
             "system_prompt": self.system_prompt,
             "max_turns": self.max_turns,
             "max_tokens": self.max_tokens,
-            "messages": self.messages[(1 if self.system_prompt else 0):],
+            "messages": copy.deepcopy(self.messages[(1 if self.system_prompt else 0):]),
             "turn_ids": self.turn_ids,
             "next_id": self._next_id,
             "turns": [vars(t).copy() for t in self.turns],
-            "dropped": [{"turn_id": d.turn_id, "messages": d.messages, "tokens": d.tokens} for d in self.dropped],
+            "dropped": [{"turn_id": d.turn_id, "messages": copy.deepcopy(d.messages), "tokens": d.tokens}
+                        for d in self.dropped],
             "memory": self.memory_state(),
         }
 
@@ -162,11 +163,15 @@ class ChatSession:
         """A session continuing from ``snapshot()`` data (client, tools and verbosity from ``kwargs``)."""
         if state.get("version") != 1:
             raise ValueError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
-        session = cls(state["system_prompt"], max_turns=state.get("max_turns"),
-                      max_tokens=state.get("max_tokens"), **kwargs)
-        session._reset_index(list(state["messages"]), list(state["turn_ids"]))
+        kwargs.setdefault("max_turns", state.get("max_turns"))  # an explicit value overrides the stored one
+        kwargs.setdefault("max_tokens", state.get("max_tokens"))
+        session = cls(state["system_prompt"], **kwargs)
+        session._reset_index(copy.deepcopy(list(state["messages"])), list(state["turn_ids"]))
         if len(session._index.turn_ids) != len(state["turn_ids"]):
             raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages")
+        problems = session._index.validate() if state["messages"] else []
+        if problems:
+            raise ValueError("session snapshot holds a message list a server would reject: " + "; ".join(problems))
         session._next_id = int(state["next_id"])
         session.turns = [TurnRecord(**t) for t in state.get("turns", [])]
         session.dropped = [DroppedTurn(d["turn_id"], d["messages"], d["tokens"]) for d in state.get("dropped", [])]
@@ -208,8 +213,41 @@ class ChatSession:
         return (yield from self._turn(text, stream=True))
 
     def _turn(self, text: str, stream: bool):
+        """One whole turn or nothing: on any failure the session is restored to how it was."""
+        if getattr(self, "_busy", False):
+            raise RuntimeError("a turn is already in progress in this session; finish (or close) it first")
+        self._busy = True
+        saved = self._save_point()
+        try:
+            if self.memory is not None:
+                return (yield from self._memory_turn(text, stream))
+            return (yield from self._plain_turn(text, stream))
+        except BaseException:
+            self._restore_point(saved)
+            raise
+        finally:
+            self._busy = False
+
+    def _save_point(self):
+        """What a failed turn must put back. Only sessions that trim or summarise change before a
+        turn succeeds, and their history is bounded, so copying it is cheap."""
+        if self.memory is None and self.max_turns is None and self.max_tokens is None:
+            return None
+        shared = {id(m): m for m in self._index.messages}  # message dicts are never changed in place
+        return (copy.deepcopy(self._index, shared), len(self.dropped), dict(self._ids), self._next_id,
+                copy.deepcopy(self.memory_state()))
+
+    def _restore_point(self, saved) -> None:
+        if saved is None:
+            return
+        self._index, dropped, self._ids, self._next_id, memory = saved
+        del self.dropped[dropped:]
         if self.memory is not None:
-            return (yield from self._memory_turn(text, stream))
+            self.restore_memory_state(memory)
+
+    def _plain_turn(self, text: str, stream: bool):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("the question is empty; ask something in words (nothing was sent)")
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)

@@ -173,7 +173,7 @@ def tool_schemas(names: list[str] | None = None, registry: dict[str, Tool] | Non
     unknown = [n for n in names or [] if n not in registry]
     if unknown:
         raise KeyError(f"unknown tools {unknown}; available: {sorted(registry)}")
-    return [registry[n].schema for n in (names or list(registry))]
+    return [registry[n].schema for n in (list(registry) if names is None else names)]
 
 
 def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] | None = None) -> str:
@@ -206,7 +206,10 @@ def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] 
         return _error(f"{name}: {exc}")
     except Exception as exc:  # a tool that raises must not crash the loop
         return _error(f"{name} failed with {type(exc).__name__}: {exc}")
-    return json.dumps(result)
+    try:
+        return json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        return _error(f"{name} returned a result that is not JSON ({exc})")
 
 
 def _error(message: str) -> str:

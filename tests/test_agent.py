@@ -138,3 +138,13 @@ def test_streamed_turn_matches_the_plain_turn():
             break
     assert "".join(pieces) == plain.answer == streamed.answer
     assert streamed.messages == plain.messages
+
+
+def test_an_empty_model_reply_is_kept_as_a_valid_message():
+    from helpers.agent import EMPTY_REPLY
+
+    server = ScriptedServer([{}, {"content": "fine"}])  # content None and no tool calls
+    history = []
+    first = run_agent("hello", history, **server.kwargs())
+    assert first.answer == EMPTY_REPLY and find_problems(history) == []
+    assert run_agent("again", history, **server.kwargs()).answer == "fine"

@@ -107,3 +107,9 @@ def test_explain_names_the_missing_model():
     response = httpx2.Response(404, request=request, json={"error": {"message": "model foo not found"}})
     error = openai.NotFoundError("not found", response=response, body={"error": {"message": "model foo not found"}})
     assert "model foo not found" in str(explain(error))
+
+
+def test_settings_without_a_client_go_where_the_settings_say():
+    elsewhere = load_settings("openai-compatible", base_url="http://127.0.0.1:9/v1", chat_model="m", max_retries=0)
+    with pytest.raises(EndpointError, match="127.0.0.1:9"):
+        chat([{"role": "user", "content": "hello"}], settings=elsewhere)

@@ -145,3 +145,20 @@ def test_bad_number_is_explained(clean_env, monkeypatch):
 def test_arguments_take_the_place_of_environment(clean_env):
     settings = load_settings("openai-compatible", base_url="http://localhost:8001/v1", chat_model="m", timeout=5)
     assert (settings.base_url, settings.chat_model, settings.timeout) == ("http://localhost:8001/v1", "m", 5)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "two"])
+def test_bad_retry_count_is_explained(clean_env, value, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_MAX_RETRIES", value)
+    with pytest.raises(ConfigError, match="WORKSHOP_MAX_RETRIES"):
+        load_settings()
+
+
+def test_nvidia_key_is_not_sent_to_other_servers(clean_env, monkeypatch):
+    monkeypatch.setenv("NVIDIA_API_KEY", FAKE_KEY)
+    other = load_settings("openai-compatible", base_url="http://third-party.example/v1")
+    assert other.api_key == "not-needed"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    assert load_settings("openai-compatible", base_url="http://third-party.example/v1").api_key == "sk-other"
+    nvidia = load_settings("openai-compatible", base_url="https://ai.api.nvidia.com/v1")
+    assert nvidia.api_key == FAKE_KEY

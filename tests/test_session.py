@@ -120,3 +120,64 @@ def test_abandoned_stream_rolls_the_turn_back():
     next(pieces)
     pieces.close()
     assert session.messages == before and session.turn_ids == [0]
+
+
+def test_a_failed_turn_does_not_trim_either():
+    server = ScriptedServer([{"content": "one"}, {"content": "two"}, 500])
+    session = ChatSession(max_turns=1, **server.kwargs())
+    session.chat("first")
+    session.chat("second")
+    before = (session.messages, session.turn_ids, len(session.dropped))
+    with pytest.raises(EndpointError):
+        session.chat("third")
+    assert (session.messages, session.turn_ids, len(session.dropped)) == before
+
+
+def test_explicit_limits_override_the_snapshot():
+    session = ChatSession(max_turns=3)
+    session.chat(CLASSIC[0])
+    resumed = ChatSession.from_snapshot(session.snapshot(), max_turns=5)
+    assert resumed.max_turns == 5 and resumed.messages == session.messages
+
+
+def test_snapshot_is_a_copy():
+    session = ChatSession()
+    session.chat("How many days until Thursday?")
+    snap = session.snapshot()
+    snap["messages"][1]["tool_calls"][0]["id"] = "edited"
+    assert find_problems(session.messages) == []
+
+
+def test_a_snapshot_with_an_invalid_list_is_refused():
+    session = ChatSession()
+    session.chat("How many days until Thursday?")
+    snap = session.snapshot()
+    del snap["messages"][2]  # the tool result
+    with pytest.raises(ValueError, match="reject"):
+        ChatSession.from_snapshot(snap)
+
+
+def test_undo_of_a_greeting_without_a_user_message():
+    session = ChatSession.from_snapshot({"version": 1, "system_prompt": "s", "messages": [
+        {"role": "assistant", "content": "Welcome!"}], "turn_ids": [0], "next_id": 1})
+    session.undo()
+    assert session.turn_ids == [] and session.messages == [{"role": "system", "content": "s"}]
+
+
+def test_one_turn_at_a_time():
+    session = ChatSession()
+    pieces = session.stream(CLASSIC[0])
+    next(pieces)
+    with pytest.raises(RuntimeError, match="in progress"):
+        session.chat("When is the library open?")
+    rest = "".join(pieces)
+    assert rest and session.turn_ids == [0]
+
+
+def test_empty_question_is_refused_without_change():
+    session = ChatSession(max_turns=1)
+    session.chat(CLASSIC[0])
+    before = session.messages
+    with pytest.raises(ValueError, match="empty"):
+        session.chat("   ")
+    assert session.messages == before

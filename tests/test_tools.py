@@ -122,3 +122,14 @@ def test_local_servers_search_with_the_local_embedding_model(monkeypatch):
     assert kb.model == LOCAL_MODEL_NAME and kb.client is None
     assert json.loads(run_tool("search_campus_info", {"query": "AI club"}))["results"][0]["id"] == "club-ai"
     monkeypatch.setattr(tools, "_KB", None)
+
+
+def test_a_result_that_is_not_json_is_an_error_result():
+    from datetime import date
+
+    registry = {"today": tools.Tool("today", lambda: {"day": date(2026, 11, 30)}, tools._schema("today", "x", {}, []))}
+    assert "not JSON" in json.loads(run_tool("today", "{}", registry))["error"]
+
+
+def test_an_empty_tool_list_means_no_tools():
+    assert tool_schemas([]) == [] and len(tool_schemas()) == len(tools.REGISTRY)
