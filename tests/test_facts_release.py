@@ -12,6 +12,7 @@ import pytest
 from helpers.memory.extract import extract_candidates
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.facts_store import SQLiteFactStore
+from test_facts import STORES  # every fact-store backend (PostgreSQL when a server is reachable)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,9 +66,10 @@ def test_replaying_every_event_twice_with_assistant_noise_changes_nothing(tmp_pa
     memory.close()
 
 
-def test_eight_threads_writing_conflicting_corrections_lose_no_provenance(tmp_path):
-    path, rounds, windows = str(tmp_path / "facts.db"), 25, ["morning", "afternoon", "evening"]
-    memory = FactMemory.open(path)
+@pytest.mark.parametrize("backend", sorted(STORES))
+def test_eight_threads_writing_conflicting_corrections_lose_no_provenance(tmp_path, backend):
+    rounds, windows = 25, ["morning", "afternoon", "evening"]
+    memory = FactMemory(STORES[backend](tmp_path))
     start, results, errors = threading.Barrier(8), {}, []
 
     def worker(n):
@@ -103,6 +105,9 @@ def test_eight_threads_writing_conflicting_corrections_lose_no_provenance(tmp_pa
                                     e.source_version)) for e in audit]
     assert [d.outcome for d in again] == [e.outcome for e in audit]
     assert snapshot(replay, ("u1",)) == snapshot(memory, ("u1",))
+    live_replayed = replay.store.read_facts("u1", ("active", "conflict"))
+    assert sorted((f.value, f.status, tuple(sorted(f.supporters))) for f in live_replayed) == sorted(
+        (f.value, f.status, tuple(sorted(f.supporters))) for f in live)
     memory.close()
     replay.close()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.memory.facts import Candidate, FactMemory
-from helpers.memory.facts_store import FactStoreError, SQLiteFactStore
+from helpers.memory.facts_store import FactStoreError
 from helpers.memory.store import (
     PersistentSession, SessionConflictError, SessionNotFoundError, SessionStoreError, SQLiteSessionStore,
 )
@@ -294,49 +294,6 @@ def test_sessions_and_facts_share_one_schema(pg, facts):
     assert [f.value for f in facts.active_facts("ada")] == ["morning"]
     assert pg.load("ada", "s1").turn_ids == [0]
     assert facts.store.schema_version() == pg.schema_version() == 1
-
-
-def test_eight_threads_writing_conflicting_corrections_lose_no_provenance(facts):
-    rounds, windows = 25, ["morning", "afternoon", "evening"]
-    start, results, errors = threading.Barrier(8), {}, []
-
-    def worker(n):
-        try:
-            start.wait()
-            results[n] = [facts.write(Candidate("u1", "user", "delivery_window", windows[(n + v) % 3],
-                                                f"system{n}", "tool", v)) for v in range(1, rounds + 1)]
-        except Exception as err:  # surfaced below
-            errors.append(err)
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    audit = facts.audit("u1")
-    assert len(audit) == 8 * rounds
-    assert sorted((e.source_id, e.source_version, e.outcome) for e in audit) == sorted(
-        (d.source_id, d.source_version, d.outcome) for ds in results.values() for d in ds)
-    live = facts.store.read_facts("u1", ("active", "conflict"))
-    final = {f"system{n}": windows[(n + rounds) % 3] for n in range(8)}
-    for source, value in final.items():  # every source's last word is live, at its last version, exactly once
-        backing = [f for f in live if source in f.supporters]
-        assert [f.value for f in backing] == [value]
-        [prov] = [p for p in backing[0].provenance if p.source_id == source]
-        assert prov.source_version == rounds
-    assert {f.value for f in live} == set(final.values())
-    # Serialisable: replaying the audit log in commit order into a fresh store decides the same things.
-    replay = FactMemory(SQLiteFactStore(":memory:"))
-    again = [replay.write(Candidate(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind,
-                                    e.source_version)) for e in audit]
-    assert [d.outcome for d in again] == [e.outcome for e in audit]
-    mine = sorted((f.value, f.status, tuple(sorted(f.supporters))) for f in facts.store.read_facts(
-        "u1", ("active", "conflict")))
-    theirs = sorted((f.value, f.status, tuple(sorted(f.supporters))) for f in replay.store.read_facts(
-        "u1", ("active", "conflict")))
-    assert mine == theirs
-    replay.close()
 
 
 def test_writers_on_different_keys_do_not_wait_for_each_other(facts, dsn, schema):
