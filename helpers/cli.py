@@ -19,7 +19,8 @@ import openai
 from helpers.client import EndpointError, make_client
 from helpers.history import HistoryError
 from helpers.config import BACKENDS, ConfigError, load_settings
-from helpers.memory.store import PersistentSession, SessionStore, SessionStoreError, SQLiteSessionStore
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import SessionStore, SessionStoreError, SQLiteSessionStore
 
 COMMANDS = {
     "/history": "the conversation so far (turns trimmed from memory are marked)",

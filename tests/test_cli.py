@@ -61,7 +61,7 @@ def test_conversation_with_undo_then_resumed_in_a_second_process(tmp_path):
 
 def test_another_user_cannot_resolve_that(tmp_path):
     store = SQLiteSessionStore(tmp_path / "chat.db")
-    from helpers.memory.store import PersistentSession
+    from helpers.memory.persistent import PersistentSession
     PersistentSession.open(store, "ada", "s1").chat("When does the AI club meet?")
     store.close()
     other = spawn(tmp_path, "--user", "bo", "--session", "s1")

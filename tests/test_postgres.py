@@ -18,9 +18,9 @@ import pytest
 
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.facts_store import FactStoreError
-from helpers.memory.store import (
-    PersistentSession, SessionConflictError, SessionNotFoundError, SessionStoreError, SQLiteSessionStore,
-)
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import (SessionConflictError, SessionNotFoundError, SessionStoreError,
+                                  SQLiteSessionStore)
 from helpers.session import ChatSession
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,10 +13,9 @@ import pytest
 from helpers.memory import store as store_module
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.facts_store import SQLiteFactStore
-from helpers.memory.store import (
-    ForkError, PersistentSession, SessionConflictError, SessionNotFoundError, SessionStoreError, SQLiteSessionStore,
-    check_fork, decode_state, encode_state,
-)
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionStoreError,
+                                  SQLiteSessionStore, check_fork, decode_state, encode_state)
 from helpers.session import ChatSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +131,8 @@ def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypat
 
 KILLED_MID_SAVE = r"""
 import json, os, signal, sys
-from helpers.memory.store import PersistentSession, SQLiteSessionStore
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import SQLiteSessionStore
 
 store = SQLiteSessionStore(sys.argv[1])
 session = PersistentSession.open(store, "ada", "s1")
@@ -176,7 +176,8 @@ def test_process_killed_mid_save_keeps_the_last_committed_turn(db):
 
 SAVING_IN_A_LOOP = r"""
 import sys
-from helpers.memory.store import PersistentSession, SQLiteSessionStore
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import SQLiteSessionStore
 
 session = PersistentSession.open(SQLiteSessionStore(sys.argv[1]), "ada", "loop")
 for n in range(10_000):

@@ -2,7 +2,8 @@
 import pytest
 
 from helpers.memory.facts import Candidate, FactMemory
-from helpers.memory.store import PersistentSession, SQLiteSessionStore
+from helpers.memory.persistent import PersistentSession
+from helpers.memory.store import SQLiteSessionStore
 from helpers.session import ChatSession
 from helpers.ui import ChatUI
 
