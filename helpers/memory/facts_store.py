@@ -223,6 +223,21 @@ def _group(rows: Sequence[tuple]) -> list[StoredFact]:
     return list(facts.values())
 
 
+def collect_facts(rows, keys: Sequence, found: dict) -> None:
+    """Group load rows (key index, fact columns, then one provenance per row) into StoredFacts in ``found``.
+
+    Shared by every backend: rows come ordered by key index and fact id, as the backends' _LOAD_SQL returns them.
+    """
+    last: StoredFact | None = None
+    for n, fact_id, value, value_key, status, superseded_by, *prov in rows:
+        if last is None or last.id != fact_id:
+            key = keys[n]
+            last = StoredFact(fact_id, *key, value, value_key, status, "", "", superseded_by)
+            found[key].append(last)
+        if prov[0] is not None:
+            last.provenance.append(Provenance(prov[0], prov[1], prov[2], "", "", prov[3]))
+
+
 def save_changes(executemany, changes: Changes) -> None:
     """Write one batch of changes with ``executemany(sql, rows)``; SQL uses ``?`` placeholders.
 
@@ -277,14 +292,7 @@ class _SQLiteTransaction:
             for n, key in enumerate(chunk):
                 params += (n, *key)
             params += (-1, "", "", "", "") * (_KEYS_PER_QUERY - len(chunk))
-            last: StoredFact | None = None
-            for n, fact_id, value, value_key, status, superseded_by, *prov in self._conn.execute(_LOAD_SQL, params):
-                if last is None or last.id != fact_id:
-                    key = chunk[n]
-                    last = StoredFact(fact_id, *key, value, value_key, status, "", "", superseded_by)
-                    found[key].append(last)
-                if prov[0] is not None:
-                    last.provenance.append(Provenance(prov[0], prov[1], prov[2], "", "", prov[3]))
+            collect_facts(self._conn.execute(_LOAD_SQL, params), chunk, found)
         return found
 
     def new_fact_id(self) -> int:

@@ -33,8 +33,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from helpers.clock import now
 from helpers.memory import facts_store
-from helpers.memory.facts_store import (AuditEntry, Changes, FactStoreError, LockKey, Provenance, StoredFact,
-                                        save_changes)
+from helpers.memory.facts_store import (AuditEntry, Changes, FactStoreError, LockKey, StoredFact,
+                                        collect_facts, save_changes)
 from helpers.memory.store import (
     SCHEMA_TABLE, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError, StoredSession, check_ids,
     decode_state,
@@ -322,14 +322,7 @@ class _PGFactTransaction:
         if not unique:
             return found
         columns = [list(range(len(unique)))] + [[key[i] for key in unique] for i in range(4)]
-        last: StoredFact | None = None
-        for n, fact_id, value, value_key, status, superseded_by, *prov in self._conn.execute(_LOAD_SQL, columns):
-            if last is None or last.id != fact_id:
-                key = unique[n]
-                last = StoredFact(fact_id, *key, value, value_key, status, "", "", superseded_by)
-                found[key].append(last)
-            if prov[0] is not None:
-                last.provenance.append(Provenance(prov[0], prov[1], prov[2], "", "", prov[3]))
+        collect_facts(self._conn.execute(_LOAD_SQL, columns), unique, found)
         return found
 
     def new_fact_id(self) -> int:
