@@ -361,6 +361,68 @@ def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch
     assert memory.active_facts("u1") == [] and memory.audit("u1") == []
 
 
+def test_a_failed_write_leaves_the_key_cache_consistent(tmp_path, monkeypatch):
+    """The writer changes cached rows before saving; after a rollback the next write must see the database."""
+    from helpers.memory import facts_store
+
+    memory = FactMemory.open(str(tmp_path / "f.db"))
+    assert memory.write(said("morning", 1)).outcome == "insert"
+
+    def broken_save(self, changes):
+        raise sqlite3.OperationalError("disk I/O error (simulated)")
+
+    monkeypatch.setattr(facts_store._SQLiteTransaction, "save", broken_save)
+    with pytest.raises(FactStoreError, match="rolled back"):
+        memory.write(said("evening", 2))
+    monkeypatch.undo()
+    assert memory.write(said("evening", 2)).outcome == "correction"
+    assert active_values(memory) == {("delivery_window", "evening")}
+    assert [f.value for f in memory.history("u1")] == ["morning"]
+    memory.close()
+
+
+def test_a_write_by_another_connection_refreshes_the_key_cache(tmp_path):
+    """Two stores on one file (two processes, say): each sees what the other committed before deciding."""
+    first, second = (FactMemory.open(str(tmp_path / "f.db")) for _ in range(2))
+    assert first.write(said("morning", 1)).outcome == "insert"  # now cached by the first store
+    assert second.write(said("evening", 2)).outcome == "correction"
+    replay = first.write(said("evening", 2))
+    assert replay.outcome == "noop" and "replay" in replay.reason
+    assert first.write(said("afternoon", 3)).outcome == "correction"
+    assert active_values(second) == {("delivery_window", "afternoon")}
+    assert sorted(f.value for f in second.history("u1")) == ["evening", "morning"]
+    first.close()
+    second.close()
+
+
+@pytest.mark.parametrize("cache_keys", [0, 3])
+def test_decisions_do_not_depend_on_the_key_cache(tmp_path, cache_keys):
+    """No cache and a cache far smaller than the keys decide exactly like the default store."""
+    import random
+
+    rng = random.Random(cache_keys)
+    day = []
+    for version in range(1, 400):
+        user = f"u{rng.randrange(6)}"
+        attribute = rng.choice(["delivery_window", "preferred_contact", "allergy"])
+        value = rng.choice({"delivery_window": ["morning", "evenings", "afternoon"],
+                            "preferred_contact": ["email", "text", "phone"],
+                            "allergy": ["peanuts", "soy"]}[attribute])
+        kind = rng.choice(["user", "user", "tool", "assistant"])
+        day.append(Candidate(user, "user", attribute, value, f"{kind}:{user}", kind, version))
+    day += rng.sample(day, 150)  # replays, arriving late
+    outcomes = []
+    for options in ({}, {"cache_keys": cache_keys}):
+        memory = FactMemory(SQLiteFactStore(str(tmp_path / f"f{len(outcomes)}.db"), **options))
+        for start in range(0, len(day), 7):
+            memory.write_many(day[start:start + 7])
+        outcomes.append([(e.outcome, e.fact_id, e.support) for user in sorted({c.user_id for c in day})
+                         for e in memory.audit(user)])
+        memory.close()
+    assert outcomes[0] == outcomes[1]
+    assert {o for o, _, _ in outcomes[0]} >= {"insert", "noop", "correction", "conflict", "rejected"}
+
+
 def test_users_are_isolated(memory):
     memory.write(said("morning", 1))
     memory.write(said("evening", 1, user="u2", source="chat:u2"))

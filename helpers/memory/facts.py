@@ -223,20 +223,22 @@ def check_candidate(candidate: Candidate | Mapping[str, Any],
 def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Checked | None:
     """The same checks as check_candidate for a well-formed Candidate, without collecting problems."""
     spec = attributes.get(c.attribute)
-    if (spec is None or type(c.user_id) is not str or type(c.subject) is not str or type(c.value) is not str
-            or type(c.source_id) is not str or type(c.evidence) is not str or type(c.source_version) is not int
-            or c.source_version < 0 or c.source_kind not in SOURCE_KINDS or len(c.evidence) > MAX_EVIDENCE_CHARS
-            or len(c.value) > MAX_VALUE_CHARS
-            or max(len(c.user_id), len(c.subject), len(c.attribute), len(c.source_id)) > MAX_NAME_CHARS):
+    user_id, subject, value, source_id = c.user_id, c.subject, c.value, c.source_id
+    evidence, version, kind = c.evidence, c.source_version, c.source_kind
+    if (spec is None or type(user_id) is not str or type(subject) is not str or type(value) is not str
+            or type(source_id) is not str or type(evidence) is not str or type(version) is not int
+            or version < 0 or kind not in SOURCE_KINDS or len(evidence) > MAX_EVIDENCE_CHARS
+            or len(value) > MAX_VALUE_CHARS or len(user_id) > MAX_NAME_CHARS or len(subject) > MAX_NAME_CHARS
+            or len(source_id) > MAX_NAME_CHARS):
         return None
-    user_id, subject, value, source_id = c.user_id.strip(), c.subject.strip(), c.value.strip(), c.source_id.strip()
-    value_key = spec.normalise(value) if value else ""
+    user_id, subject, value, source_id = user_id.strip(), subject.strip(), value.strip(), source_id.strip()
+    value_key = (spec._memo.get(value) or spec.normalise(value)) if value else ""
     if not (user_id and subject and source_id and value_key) or (spec.allowed is not None
                                                                  and value_key not in spec.allowed):
         return None
-    key = (user_id, subject, spec.name, value_key if spec.multi_valued else "")
-    return _Checked(user_id, subject, spec.name, value, source_id, c.source_kind, c.source_version, c.evidence,
-                    value_key, key)
+    name = spec.name
+    return _Checked(user_id, subject, name, value, source_id, kind, version, evidence, value_key,
+                    (user_id, subject, name, value_key if spec.multi_valued else ""))
 
 
 def _rejected(candidate: Any, problems: list[str]) -> Decision:
@@ -260,14 +262,18 @@ class _WorkingSet:
         self.txn, self.at = txn, at
         self.rows = txn.load_keys(keys)
         self.changes = Changes()
+        self.new_facts, self.provenance, self.new_id = self.changes.new_facts, self.changes.provenance, txn.new_fact_id
         self._touched: set[int] = set()
 
-    def insert(self, c: _Checked, status: str) -> StoredFact:
-        fact = StoredFact(self.txn.new_fact_id(), *c.key[:3], c.key[3], c.value, c.value_key, status,
-                          self.at, self.at)
-        self.rows[c.key].append(fact)
-        self.changes.new_facts.append(fact)
-        self._touched.add(fact.id)
+    def insert(self, c: _Checked, status: str, prov: Provenance) -> StoredFact:
+        """A new fact for ``c``'s key with ``prov`` as its first provenance."""
+        key, at, fact_id = c.key, self.at, self.new_id()
+        fact = StoredFact(fact_id, key[0], key[1], key[2], key[3], c.value, c.value_key, status, at, at, None,
+                          [prov])
+        self.rows[key].append(fact)
+        self.new_facts.append(fact)
+        self.provenance.append(("put", fact_id, prov))
+        self._touched.add(fact_id)
         return fact
 
     def set_status(self, fact: StoredFact, status: str, superseded_by: int | None = None) -> None:
@@ -313,16 +319,22 @@ class FactMemory:
         candidates = list(candidates)
         if not candidates:
             return []
-        checked = [(item, *check_candidate(item, self.attributes)) for item in candidates]
-        keys = sorted({c.key for _, c, _ in checked if c is not None})
+        attributes = self.attributes
+        checked: list[_Checked | None] = [_check_fast(item, attributes) if type(item) is Candidate else None
+                                          for item in candidates]
+        problems: dict[int, list[str]] = {}
+        for index, item in enumerate(checked):
+            if item is None:
+                checked[index], problems[index] = check_candidate(candidates[index], attributes)
+        keys = list({c.key: None for c in checked if c is not None})
         at = now().isoformat()
-        decisions: list[Decision] = []
         with self.store.transaction(keys) as txn:
             work = _WorkingSet(txn, keys, at)
-            for item, cand, problems in checked:
-                decisions.append(_rejected(item, problems) if cand is None else self._decide(work, cand))
-            work.changes.audit = [AuditEntry(d.user_id, d.subject, d.attribute, d.value, d.source_id, d.source_kind,
-                                             d.source_version, d.outcome, d.reason, d.fact_id, d.support, at)
+            decide = self._decide
+            decisions = [decide(work, c) if c is not None else _rejected(candidates[index], problems[index])
+                         for index, c in enumerate(checked)]
+            work.changes.audit = [(d.user_id, d.subject, d.attribute, d.value, d.source_id, d.source_kind,
+                                   d.source_version, d.outcome, d.reason, d.fact_id, d.support, at)
                                   for d in decisions]
             txn.save(work.changes)
         return decisions
@@ -330,12 +342,20 @@ class FactMemory:
     def _decide(self, work: _WorkingSet, c: _Checked) -> Decision:
         rows = work.rows[c.key]
         if not rows and c.source_kind in ELIGIBLE_KINDS:  # the common case, a key never seen: no rule can object
-            fact = work.insert(c, ACTIVE)
-            work.put(fact, Provenance(c.source_id, c.source_kind, c.source_version, c.evidence, work.at))
-            return c.decide(INSERT, "new fact", fact, ACTIVE, 1)
-        seen = max((p.source_version for r in rows for p in r.provenance if p.source_id == c.source_id), default=None)
-        live = [r for r in rows if r.status == ACTIVE or r.status == CONFLICT]
-        target = next((r for r in live if r.value_key == c.value_key), None)
+            fact = work.insert(c, ACTIVE, Provenance(c.source_id, c.source_kind, c.source_version, c.evidence,
+                                                     work.at))
+            return Decision(INSERT, "new fact", c.user_id, c.subject, c.attribute, c.value, c.source_id,
+                            c.source_kind, c.source_version, fact.id, ACTIVE, 1)
+        seen, source_id, value_key = None, c.source_id, c.value_key
+        live, target = [], None
+        for r in rows:
+            for p in r.provenance:
+                if p.source_id == source_id and (seen is None or p.source_version > seen):
+                    seen = p.source_version
+            if r.status == ACTIVE or r.status == CONFLICT:
+                live.append(r)
+                if target is None and r.value_key == value_key:
+                    target = r
         if seen is not None and c.source_version <= seen:
             kind = "replay" if c.source_version == seen else "stale"
             current = target or next((r for r in live if c.source_id in r.supporters), None)
@@ -356,8 +376,11 @@ class FactMemory:
                 work.withdraw(r, c.source_id)
         proposal = None if target else next((r for r in reversed(rows)
                                              if r.status == INELIGIBLE and r.value_key == c.value_key), None)
-        fact = target or proposal or work.insert(c, ACTIVE)
-        work.put(fact, prov)
+        if target or proposal:
+            fact = target or proposal
+            work.put(fact, prov)
+        else:
+            fact = work.insert(c, ACTIVE, prov)
         for r in superseded:
             work.set_status(r, SUPERSEDED, superseded_by=fact.id)
         others = [r for r in live if r is not target and r.id not in gone]
@@ -387,8 +410,11 @@ class FactMemory:
         if target is not None:
             return c.decide(NOOP, "the assistant repeated a stored value; a proposal adds no support", target)
         pending = next((r for r in reversed(rows) if r.status == INELIGIBLE and r.value_key == c.value_key), None)
-        fact = pending or work.insert(c, INELIGIBLE)
-        work.put(fact, prov)
+        if pending is None:
+            fact = work.insert(c, INELIGIBLE, prov)
+        else:
+            fact = pending
+            work.put(fact, prov)
         return c.decide(REJECTED, "an assistant proposal is not evidence (saying 'I have updated it' does not change "
                                   "account state): recorded as ineligible until a user statement or tool result "
                                   "supports it", fact)
@@ -424,8 +450,8 @@ class FactMemory:
             decision = Decision(CORRECTION, reason + (f" ({note})" if note else ""), user_id, subject, attribute,
                                 keep.value, reviewer, "reviewer", None, keep.id, ACTIVE, keep.support,
                                 tuple(r.id for r in losers))
-            work.changes.audit = [AuditEntry(user_id, subject, attribute, keep.value, reviewer, "reviewer", None,
-                                             CORRECTION, decision.reason, keep.id, keep.support, at)]
+            work.changes.audit = [(user_id, subject, attribute, keep.value, reviewer, "reviewer", None,
+                                   CORRECTION, decision.reason, keep.id, keep.support, at)]
             txn.save(work.changes)
         return decision
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from itertools import islice
+from dataclasses import dataclass, field, fields
 from typing import ContextManager, Iterator, Protocol, Sequence
 
 from helpers.clock import now
@@ -115,13 +116,17 @@ class Changes:
 
     ``new_facts`` and ``changed_facts`` hold each touched fact once, in its final state;
     ``provenance`` is an ordered list of ``("put", fact_id, Provenance)`` and
-    ``("withdraw", fact_id, source_id, at)`` operations; ``audit`` has one entry per decision.
+    ``("withdraw", fact_id, source_id, at)`` operations; ``audit`` has one row per decision,
+    a tuple in ``AUDIT_COLUMNS`` order (the fields of ``AuditEntry`` without ``id``).
     """
 
     new_facts: list[StoredFact] = field(default_factory=list)
     changed_facts: list[StoredFact] = field(default_factory=list)
     provenance: list[tuple] = field(default_factory=list)
-    audit: list[AuditEntry] = field(default_factory=list)
+    audit: list[tuple] = field(default_factory=list)
+
+
+AUDIT_COLUMNS = tuple(f.name for f in fields(AuditEntry) if f.name != "id")
 
 
 class FactTransaction(Protocol):
@@ -269,25 +274,60 @@ def save_changes(executemany, changes: Changes) -> None:
             run("UPDATE provenance SET withdrawn_at = ? WHERE fact_id = ? AND source_id = ?",
                 [(at, fid, source_id) for _, fid, source_id, at in ops[start:end]])
         start = end
-    run("INSERT INTO audit (user_id, subject, attribute, value, source_id, source_kind, source_version, "
-        "outcome, reason, fact_id, support, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version,
-          e.outcome, e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])
+    run(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})",
+        changes.audit)
+
+
+class _KeyCache:
+    """The committed rows of recently decided keys, kept by one connection between its transactions.
+
+    Valid only while no other connection has committed: ``PRAGMA data_version`` (read after
+    ``BEGIN IMMEDIATE``, when nobody else can commit) changes exactly when another connection
+    has, and then the cache is emptied. A failed transaction empties it too, because the writer
+    changes cached rows in place before saving. At most ``limit`` keys are kept; the oldest
+    loaded go first.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.version: int | None = None
+        self.keys: dict[LockKey, list[StoredFact]] = {}
+        self.next_id: int | None = None
+
+    def begin(self, version: int) -> None:
+        if version != self.version:
+            self.drop()
+            self.version = version
+        elif len(self.keys) > self.limit:
+            for key in list(islice(self.keys, len(self.keys) - self.limit * 3 // 4)):
+                del self.keys[key]
+
+    def drop(self) -> None:
+        self.keys.clear()
+        self.next_id = self.version = None
 
 
 class _SQLiteTransaction:
     """FactTransaction on one SQLite connection inside BEGIN IMMEDIATE."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, cache: _KeyCache):
         self._conn = conn
-        self._next_id: int | None = None
+        self._cache = cache
 
     def load_keys(self, keys: Sequence[LockKey]) -> dict[LockKey, list[StoredFact]]:
-        """Only the columns decisions need are loaded (timestamps and evidence are left empty)."""
-        found: dict[LockKey, list[StoredFact]] = {key: [] for key in keys}
-        unique = list(found)
-        for start in range(0, len(unique), _KEYS_PER_QUERY):
-            chunk = unique[start:start + _KEYS_PER_QUERY]
+        """Cached keys come from memory; the rest are queried, with only the columns decisions need
+        (timestamps and evidence are left empty). The returned lists are the cache's own."""
+        found: dict[LockKey, list[StoredFact]] = {}
+        cached = self._cache.keys if self._cache.limit else {}
+        missing = []
+        for key in keys:
+            rows = cached.get(key)
+            if rows is None:
+                missing.append(key)
+                rows = cached[key] = []
+            found[key] = rows
+        for start in range(0, len(missing), _KEYS_PER_QUERY):
+            chunk = missing[start:start + _KEYS_PER_QUERY]
             params: list = []
             for n, key in enumerate(chunk):
                 params += (n, *key)
@@ -296,10 +336,11 @@ class _SQLiteTransaction:
         return found
 
     def new_fact_id(self) -> int:
-        if self._next_id is None:
-            self._next_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM facts").fetchone()[0]
-        self._next_id += 1
-        return self._next_id
+        cache = self._cache
+        if cache.next_id is None:
+            cache.next_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM facts").fetchone()[0]
+        cache.next_id += 1
+        return cache.next_id
 
     def save(self, changes: Changes) -> None:
         save_changes(self._conn.executemany, changes)
@@ -314,9 +355,13 @@ class SQLiteFactStore:
     process; only a power cut can lose the last few commits.
     """
 
-    def __init__(self, path: str, *, timeout: float = 30.0):
+    def __init__(self, path: str, *, timeout: float = 30.0, cache_keys: int = 50_000,
+                 checkpoint_pages: int = 4_000):
         self.path = str(path)
         self.timeout = timeout
+        self.cache_keys = max(0, int(cache_keys))
+        self.checkpoint_pages = int(checkpoint_pages)
+        self._caches: dict[int, _KeyCache] = {}
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -339,11 +384,13 @@ class SQLiteFactStore:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -65536")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {self.checkpoint_pages}")
         except sqlite3.Error as err:
             raise FactStoreError(f"could not open the fact database {self.path}: {err}; check that the folder "
                                  "exists and is writable") from None
         with self._all_lock:
             self._all.append(conn)
+            self._caches[id(conn)] = _KeyCache(self.cache_keys)
         return conn
 
     def _conn(self) -> sqlite3.Connection:
@@ -390,15 +437,19 @@ class SQLiteFactStore:
             except sqlite3.OperationalError as err:
                 raise FactStoreError(f"could not start a write on {self.path} within {self.timeout}s ({err}); "
                                      "another process holds the write lock - retry, or raise timeout") from None
+            cache = self._caches[id(conn)]
             try:
-                yield _SQLiteTransaction(conn)
+                cache.begin(conn.execute("PRAGMA data_version").fetchone()[0])
+                yield _SQLiteTransaction(conn, cache)
                 conn.execute("COMMIT")
             except sqlite3.Error as err:
+                cache.drop()
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise FactStoreError(f"a write to {self.path} failed and was rolled back ({err}); nothing from "
                                      "this transaction was stored - retry it") from None
             except BaseException:
+                cache.drop()
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
@@ -430,4 +481,5 @@ class SQLiteFactStore:
             for conn in self._all:
                 conn.close()
             self._all.clear()
+            self._caches.clear()
         self._closed = True
