@@ -133,7 +133,11 @@ class FactTransaction(Protocol):
     """Primitives available inside one write transaction (the writer decides how to use them)."""
 
     def load_keys(self, keys: Sequence[LockKey]) -> dict[LockKey, list[StoredFact]]:
-        """Every fact of each key (all statuses, oldest first) with provenance; absent keys map to []."""
+        """Every fact of each key (all statuses, oldest first) with provenance; absent keys map to [].
+
+        The writer changes these lists and facts in place as it decides, then calls ``save``; a
+        store that keeps them between transactions (``SQLiteFactStore``'s key cache) must forget
+        them when the transaction fails."""
 
     def new_fact_id(self) -> int:
         """A fresh fact id, unique within the store, for a fact this transaction will insert."""
@@ -353,6 +357,13 @@ class SQLiteFactStore:
     path; a file store can be shared by threads and processes. Each thread's connection is
     kept until ``close()``. ``synchronous = NORMAL``: a committed write survives a killed
     process; only a power cut can lose the last few commits.
+
+    ``cache_keys``: each connection remembers the rows of up to this many recently decided
+    keys (about 0.5 KB each), so a replay or a paraphrase of a recent statement is decided
+    without a query; the memory is dropped whenever another connection (another thread or
+    process) has committed, or a write fails. ``0`` turns it off. ``checkpoint_pages``: the
+    WAL is copied back into the database file after this many pages (SQLite's default is 1,000;
+    fewer, larger checkpoints suit a write-heavy store, at the price of a larger ``-wal`` file).
     """
 
     def __init__(self, path: str, *, timeout: float = 30.0, cache_keys: int = 50_000,
