@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import sqlite3
 import sys
@@ -285,20 +286,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         recorded = record_writes(Path(tmp) / "recorded.db", day, args.batch)
         stored_rows = sum(len(rows) for calls in recorded for _, rows in calls)
-        for run in range(args.repeat):  # interleaved rounds, so background load hits every path alike
-            wall, cpu, memory, outcomes = run_writer(Path(tmp) / f"facts{run}.db", day, args.batch)
-            problems = check_state(memory, expected)
-            memory.close()
-            if problems:
-                raise SystemExit("final state is wrong: " + "; ".join(problems))
-            times["writer"].append((wall, cpu))
-            times["same"].append(run_same_rows(Path(tmp) / f"same{run}.db", recorded))
-            nocache = run_writer(Path(tmp) / f"nocache{run}.db", day, args.batch, cache_keys=0)
-            nocache[2].close()
-            times["nocache"].append(nocache[:2])
-            times["raw"].append(run_raw_upsert(Path(tmp) / f"raw{run}.db", day, args.batch))
-            times["raw_audit"].append(run_raw_upsert(Path(tmp) / f"audit{run}.db", day, args.batch, audit=True))
-        raw_wrong = _raw_wrong(Path(tmp) / "raw0.db", expected)
+        def timed(name: str, run: int) -> tuple[float, float]:
+            path = Path(tmp) / f"{name}{run}.db"
+            if name in ("writer", "nocache"):
+                wall, cpu, memory, outcomes[name] = run_writer(path, day, args.batch,
+                                                               cache_keys=0 if name == "nocache" else None)
+                problems = check_state(memory, expected)
+                memory.close()
+                if problems:
+                    raise SystemExit(f"{name}: final state is wrong: " + "; ".join(problems))
+                result = wall, cpu
+            elif name == "same":
+                result = run_same_rows(path, recorded)
+            else:
+                result = run_raw_upsert(path, day, args.batch, audit=name == "raw_audit")
+            if name == "raw" and run == 0:
+                outcomes["raw_wrong"] = _raw_wrong(path, expected)
+            for leftover in Path(tmp).glob(f"{name}{run}.db*"):
+                leftover.unlink()
+            return result
+
+        outcomes: dict = {}
+        names = [name for name, _ in PATHS]
+        for run in range(args.repeat):  # interleaved rounds, each starting at another path
+            for name in names[run % len(names):] + names[:run % len(names)]:
+                os.sync()  # earlier runs' dirty pages are not flushed during this one
+                times[name].append(timed(name, run))
+        raw_wrong, outcomes = outcomes["raw_wrong"], outcomes["writer"]
         paced = freshness(Path(tmp) / "paced.db", day, count=2_000, pace=0.001)
         burst = freshness(Path(tmp) / "burst.db", day, count=5_000, pace=0.0)
     n = len(day)

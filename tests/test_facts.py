@@ -6,6 +6,7 @@ import sqlite3
 import httpx2
 import openai
 import pytest
+from hypothesis import given, settings as hyp_settings, strategies as st
 
 from helpers.memory.extract import (
     BackgroundWriter, ExtractionError, FactWriteError, extract_candidates, extract_with_rules, ingest_turn,
@@ -115,6 +116,16 @@ def test_normaliser_keeps_different_values_apart(attribute, a, b):
 
 def test_normalise_text_folds_case_punctuation_and_spaces():
     assert normalise_text("  Don't   SHIP—before\tNoon!! ") == "dont ship before noon"
+    assert normalise_text("  Don't   SHIP-before\tNoon!! ") == "dont shipbefore noon"
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+@hyp_settings(max_examples=2000, deadline=None)
+def test_the_ascii_shortcut_of_normalise_text_equals_the_general_path(text):
+    """normalise_text has a translate-table path for ASCII; it must agree with the Unicode path everywhere."""
+    from helpers.memory.facts import _normalise_unicode
+
+    assert normalise_text(text) == _normalise_unicode(text)
 
 
 @pytest.mark.parametrize("broken, problem", [

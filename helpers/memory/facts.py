@@ -50,10 +50,31 @@ _JOINERS = re.compile(r"[-'\u2019\u2018`]")
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
 
 
-def normalise_text(value: str) -> str:
-    """Case-fold (NFKC), drop hyphens and apostrophes, turn other punctuation into spaces, collapse spaces."""
+def _ascii_table() -> dict[int, str | None]:
+    """For ASCII text, the same edits as the two patterns above, as one str.translate table."""
+    table: dict[int, str | None] = {}
+    for code in range(128):
+        char = chr(code)
+        if _JOINERS.fullmatch(char):
+            table[code] = None
+        elif _PUNCTUATION.fullmatch(char):
+            table[code] = " "
+    return table
+
+
+_ASCII_EDITS = _ascii_table()
+
+
+def _normalise_unicode(value: str) -> str:
     text = _JOINERS.sub("", unicodedata.normalize("NFKC", value).casefold())
     return " ".join(_PUNCTUATION.sub(" ", text).split())
+
+
+def normalise_text(value: str) -> str:
+    """Case-fold (NFKC), drop hyphens and apostrophes, turn other punctuation into spaces, collapse spaces."""
+    if value.isascii():  # NFKC leaves ASCII alone and casefold() is lower(): one translate does the rest
+        return " ".join(value.lower().translate(_ASCII_EDITS).split())
+    return _normalise_unicode(value)
 
 
 @dataclass(frozen=True, eq=False)
