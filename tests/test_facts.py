@@ -406,12 +406,22 @@ def test_a_write_by_another_connection_refreshes_the_key_cache(tmp_path):
     second.close()
 
 
-@pytest.mark.parametrize("cache_keys", [0, 3])
-def test_decisions_do_not_depend_on_the_key_cache(tmp_path, cache_keys):
-    """No cache and a cache far smaller than the keys decide exactly like the default store."""
+def test_a_source_confirming_its_own_proposal_counts_as_that_kind_in_later_transactions(memory):
+    """The stored provenance takes the newest kind of a source, so a reload decides like the batch did."""
+    memory.write(said("morning", 1, source="s", kind="assistant"))
+    assert memory.write(said("morning", 2, source="s")).outcome == "insert"  # confirms the proposal
+    assert [f.supporters for f in memory.active_facts("u1")] == [{"s"}]
+    assert memory.write(said("evening", 3, source="s")).outcome == "correction"
+    assert active_values(memory) == {("delivery_window", "evening")}
+
+
+@pytest.mark.parametrize("layout", ["no cache", "cache of 3 keys", "two stores on one file"])
+def test_decisions_do_not_depend_on_the_key_cache(tmp_path, layout):
+    """No cache, a cache far smaller than the keys, and two writers sharing a file all decide exactly like
+    one default store."""
     import random
 
-    rng = random.Random(cache_keys)
+    rng = random.Random(layout)
     day = []
     for version in range(1, 400):
         user = f"u{rng.randrange(6)}"
@@ -420,16 +430,20 @@ def test_decisions_do_not_depend_on_the_key_cache(tmp_path, cache_keys):
                             "preferred_contact": ["email", "text", "phone"],
                             "allergy": ["peanuts", "soy"]}[attribute])
         kind = rng.choice(["user", "user", "tool", "assistant"])
-        day.append(Candidate(user, "user", attribute, value, f"{kind}:{user}", kind, version))
+        day.append(Candidate(user, "user", attribute, value, f"s{rng.randrange(3)}:{user}", kind, version))
     day += rng.sample(day, 150)  # replays, arriving late
+    options = {"no cache": {"cache_keys": 0}, "cache of 3 keys": {"cache_keys": 3}}.get(layout, {})
     outcomes = []
-    for options in ({}, {"cache_keys": cache_keys}):
-        memory = FactMemory(SQLiteFactStore(str(tmp_path / f"f{len(outcomes)}.db"), **options))
+    for stores in ([SQLiteFactStore(str(tmp_path / "one.db"))],
+                   [SQLiteFactStore(str(tmp_path / "other.db"), **options)
+                    for _ in range(2 if layout == "two stores on one file" else 1)]):
+        writers = [FactMemory(store) for store in stores]
         for start in range(0, len(day), 7):
-            memory.write_many(day[start:start + 7])
+            writers[start % len(writers)].write_many(day[start:start + 7])
         outcomes.append([(e.outcome, e.fact_id, e.support) for user in sorted({c.user_id for c in day})
-                         for e in memory.audit(user)])
-        memory.close()
+                         for e in writers[0].audit(user)])
+        for writer in writers:
+            writer.close()
     assert outcomes[0] == outcomes[1]
     assert {o for o, _, _ in outcomes[0]} >= {"insert", "noop", "correction", "conflict", "rejected"}
 

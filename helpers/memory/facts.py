@@ -250,7 +250,7 @@ def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Check
             or type(source_id) is not str or type(evidence) is not str or type(version) is not int
             or version < 0 or kind not in SOURCE_KINDS or len(evidence) > MAX_EVIDENCE_CHARS
             or len(value) > MAX_VALUE_CHARS or len(user_id) > MAX_NAME_CHARS or len(subject) > MAX_NAME_CHARS
-            or len(source_id) > MAX_NAME_CHARS):
+            or len(source_id) > MAX_NAME_CHARS or len(c.attribute) > MAX_NAME_CHARS):
         return None
     user_id, subject, value, source_id = user_id.strip(), subject.strip(), value.strip(), source_id.strip()
     value_key = (spec._memo.get(value) or spec.normalise(value)) if value else ""

@@ -271,7 +271,8 @@ def save_changes(executemany, changes: Changes) -> None:
         if ops[start][0] == "put":
             run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, recorded_at, "
                 "withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (fact_id, source_id) DO UPDATE SET "
-                "source_version = excluded.source_version, evidence = excluded.evidence, withdrawn_at = NULL",
+                "source_kind = excluded.source_kind, source_version = excluded.source_version, "
+                "evidence = excluded.evidence, withdrawn_at = NULL",
                 [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
                  for _, fid, p in ops[start:end]])
         else:
@@ -288,8 +289,9 @@ class _KeyCache:
     Valid only while no other connection has committed: ``PRAGMA data_version`` (read after
     ``BEGIN IMMEDIATE``, when nobody else can commit) changes exactly when another connection
     has, and then the cache is emptied. A failed transaction empties it too, because the writer
-    changes cached rows in place before saving. At most ``limit`` keys are kept; the oldest
-    loaded go first.
+    changes cached rows in place before saving. After each commit at most ``limit`` keys are
+    kept; the oldest loaded go first. A connection's own commits do not change its
+    ``data_version``, so anything that writes fact rows must go through the writer (or a new store).
     """
 
     def __init__(self, limit: int):
@@ -299,11 +301,15 @@ class _KeyCache:
         self.next_id: int | None = None
 
     def begin(self, version: int) -> None:
+        """Called inside BEGIN IMMEDIATE: forget everything if another connection has committed since."""
         if version != self.version:
             self.drop()
             self.version = version
-        elif len(self.keys) > self.limit:
-            for key in list(islice(self.keys, len(self.keys) - self.limit * 3 // 4)):
+
+    def trim(self) -> None:
+        """Called after COMMIT: keep at most ``limit`` keys (a big batch may have added many)."""
+        if len(self.keys) > self.limit:
+            for key in list(islice(self.keys, len(self.keys) - self.limit)):
                 del self.keys[key]
 
     def drop(self) -> None:
@@ -361,17 +367,13 @@ class SQLiteFactStore:
     ``cache_keys``: each connection remembers the rows of up to this many recently decided
     keys (about 0.5 KB each), so a replay or a paraphrase of a recent statement is decided
     without a query; the memory is dropped whenever another connection (another thread or
-    process) has committed, or a write fails. ``0`` turns it off. ``checkpoint_pages``: the
-    WAL is copied back into the database file after this many pages (SQLite's default is 1,000;
-    fewer, larger checkpoints suit a write-heavy store, at the price of a larger ``-wal`` file).
+    process) has committed, or a write fails. ``0`` turns it off.
     """
 
-    def __init__(self, path: str, *, timeout: float = 30.0, cache_keys: int = 50_000,
-                 checkpoint_pages: int = 4_000):
+    def __init__(self, path: str, *, timeout: float = 30.0, cache_keys: int = 50_000):
         self.path = str(path)
         self.timeout = timeout
         self.cache_keys = max(0, int(cache_keys))
-        self.checkpoint_pages = int(checkpoint_pages)
         self._caches: dict[int, _KeyCache] = {}
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -395,7 +397,6 @@ class SQLiteFactStore:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -65536")
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA wal_autocheckpoint = {self.checkpoint_pages}")
         except sqlite3.Error as err:
             raise FactStoreError(f"could not open the fact database {self.path}: {err}; check that the folder "
                                  "exists and is writable") from None
@@ -453,6 +454,7 @@ class SQLiteFactStore:
                 cache.begin(conn.execute("PRAGMA data_version").fetchone()[0])
                 yield _SQLiteTransaction(conn, cache)
                 conn.execute("COMMIT")
+                cache.trim()
             except sqlite3.Error as err:
                 cache.drop()
                 if conn.in_transaction:
