@@ -27,8 +27,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import contextmanager, nullcontext
-from itertools import islice
 from dataclasses import dataclass, field, fields
+from itertools import islice
 from typing import ContextManager, Iterator, Protocol, Sequence
 
 from helpers.clock import now
