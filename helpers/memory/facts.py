@@ -253,7 +253,7 @@ def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Check
             or len(source_id) > MAX_NAME_CHARS or len(c.attribute) > MAX_NAME_CHARS):
         return None
     user_id, subject, value, source_id = user_id.strip(), subject.strip(), value.strip(), source_id.strip()
-    value_key = (spec._memo.get(value) or spec.normalise(value)) if value else ""
+    value_key = spec.normalise(value) if value else ""
     if not (user_id and subject and source_id and value_key) or (spec.allowed is not None
                                                                  and value_key not in spec.allowed):
         return None
@@ -283,17 +283,15 @@ class _WorkingSet:
         self.txn, self.at = txn, at
         self.rows = txn.load_keys(keys)
         self.changes = Changes()
-        self.new_facts, self.provenance, self.new_id = self.changes.new_facts, self.changes.provenance, txn.new_fact_id
         self._touched: set[int] = set()
 
     def insert(self, c: _Checked, status: str, prov: Provenance) -> StoredFact:
         """A new fact for ``c``'s key with ``prov`` as its first provenance."""
-        key, at, fact_id = c.key, self.at, self.new_id()
-        fact = StoredFact(fact_id, key[0], key[1], key[2], key[3], c.value, c.value_key, status, at, at, None,
-                          [prov])
+        key, at, fact_id = c.key, self.at, self.txn.new_fact_id()
+        fact = StoredFact(fact_id, *key, c.value, c.value_key, status, at, at, None, [prov])
         self.rows[key].append(fact)
-        self.new_facts.append(fact)
-        self.provenance.append(("put", fact_id, prov))
+        self.changes.new_facts.append(fact)
+        self.changes.provenance.append(("put", fact_id, prov))
         self._touched.add(fact_id)
         return fact
 

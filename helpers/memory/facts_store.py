@@ -127,6 +127,7 @@ class Changes:
 
 
 AUDIT_COLUMNS = tuple(f.name for f in fields(AuditEntry) if f.name != "id")
+READ_AUDIT_SQL = f"SELECT {', '.join(AUDIT_COLUMNS)}, id FROM audit WHERE user_id = ? ORDER BY id"
 
 
 class FactTransaction(Protocol):
@@ -218,6 +219,14 @@ _LOAD_SQL = (
     "p.source_version, p.withdrawn_at FROM wanted w JOIN facts f ON f.user_id = w.user_id "
     "AND f.subject = w.subject AND f.attribute = w.attribute AND f.slot = w.slot "
     "LEFT JOIN provenance p ON p.fact_id = f.id ORDER BY w.n, f.id")
+
+
+def read_facts_sql(statuses: int) -> str:
+    """One user's facts with ``statuses`` given statuses, with provenance (``?`` placeholders; every backend)."""
+    marks = ", ".join("?" * statuses) or "NULL"
+    return (f"SELECT {_FACT_COLUMNS} FROM facts f LEFT JOIN provenance p ON p.fact_id = f.id "
+            f"WHERE f.user_id = ? AND f.status IN ({marks}) "
+            "ORDER BY f.subject, f.attribute, f.id, p.recorded_at, p.source_id")
 
 
 def _group(rows: Sequence[tuple]) -> list[StoredFact]:
@@ -474,19 +483,11 @@ class SQLiteFactStore:
 
     def read_facts(self, user_id: str, statuses: Sequence[str]) -> list[StoredFact]:
         """One user's facts with the given statuses (ordered by subject, attribute, id)."""
-        marks = ", ".join("?" for _ in statuses) or "NULL"
-        rows = self._read(
-            f"SELECT {_FACT_COLUMNS} FROM facts f LEFT JOIN provenance p ON p.fact_id = f.id "
-            f"WHERE f.user_id = ? AND f.status IN ({marks}) "
-            "ORDER BY f.subject, f.attribute, f.id, p.recorded_at, p.source_id", (user_id, *statuses))
-        return _group(rows)
+        return _group(self._read(read_facts_sql(len(statuses)), (user_id, *statuses)))
 
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
-        rows = self._read(
-            "SELECT user_id, subject, attribute, value, source_id, source_kind, source_version, outcome, "
-            "reason, fact_id, support, decided_at, id FROM audit WHERE user_id = ? ORDER BY id", (user_id,))
-        return [AuditEntry(*row) for row in rows]
+        return [AuditEntry(*row) for row in self._read(READ_AUDIT_SQL, (user_id,))]
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""

@@ -304,7 +304,6 @@ _LOAD_SQL = (
     "AS w (n, user_id, subject, attribute, slot) JOIN facts f ON f.user_id = w.user_id AND f.subject = w.subject "
     "AND f.attribute = w.attribute AND f.slot = w.slot LEFT JOIN provenance p ON p.fact_id = f.id "
     "ORDER BY w.n, f.id, p.source_id")
-_FACT_COLUMNS = facts_store._FACT_COLUMNS
 
 
 class _PGFactTransaction:
@@ -371,18 +370,12 @@ class PostgresFactStore:
 
     def read_facts(self, user_id: str, statuses: Sequence[str]) -> list[StoredFact]:
         """One user's facts with the given statuses (ordered by subject, attribute, id)."""
-        rows = self._read(
-            f"SELECT {_FACT_COLUMNS} FROM facts f LEFT JOIN provenance p ON p.fact_id = f.id "
-            "WHERE f.user_id = %s AND f.status = ANY(%s) "
-            "ORDER BY f.subject, f.attribute, f.id, p.recorded_at, p.source_id", (user_id, list(statuses)))
-        return facts_store._group(rows)
+        sql = facts_store.read_facts_sql(len(statuses)).replace("?", "%s")
+        return facts_store._group(self._read(sql, (user_id, *statuses)))
 
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
-        rows = self._read(
-            "SELECT user_id, subject, attribute, value, source_id, source_kind, source_version, outcome, reason, "
-            "fact_id, support, decided_at, id FROM audit WHERE user_id = %s ORDER BY id", (user_id,))
-        return [AuditEntry(*row) for row in rows]
+        return [AuditEntry(*row) for row in self._read(facts_store.READ_AUDIT_SQL.replace("?", "%s"), (user_id,))]
 
     def schema_version(self) -> int:
         """The highest fact migration applied."""
