@@ -17,6 +17,10 @@ class EndpointError(RuntimeError):
     """A request failed for a reason the user can act on; the message says what to do."""
 
 
+class ResponseFormatError(EndpointError):
+    """The server answered HTTP 200 with something that is not a chat completion (HTML, an error, no choices)."""
+
+
 _announced: set[str] = set()
 _default: tuple[Settings, openai.OpenAI] | None = None
 

@@ -82,6 +82,10 @@ class SessionConflictError(SessionStoreError):
     """Another writer saved this session since it was loaded; reload it and redo the turn."""
 
 
+class SessionSaveError(SessionStoreError):
+    """A turn, undo or reset could not be saved; it was rolled back in memory, so memory matches the store."""
+
+
 class ForkError(SessionStoreError):
     """fork() was asked for a turn it cannot branch from."""
 
