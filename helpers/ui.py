@@ -7,6 +7,14 @@ which keeps the display correct under nbval and in Colab alike.
 
 Works with a plain ``ChatSession`` or a ``PersistentSession`` (then every turn, undo and reset is
 saved as it happens). When the session offers ``stream(text)``, answers appear piece by piece.
+
+What a person sees stays true:
+- only Enter or the Send button sends (leaving the box with a half-typed question sends nothing);
+- every error in a button's action is shown in the window's status line, not only in the kernel log;
+- after any action, and after a failed one, the transcript is redrawn from the session, so the screen shows
+  what memory holds (a failed save is rolled back in memory by ``PersistentSession``);
+- a window whose session store was closed says so and changes nothing;
+- the transcript box opens scrolled to the newest message.
 """
 from __future__ import annotations
 
@@ -20,12 +28,27 @@ from helpers.memory.facts import FactMemory, format_facts
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
            "background:{bg};{align}'><b>{who}</b> {text}</div>")
+# The transcript: a flex column in reverse, whose one child holds the messages in reading order. A browser
+# opens such a box scrolled to its end, so every redraw shows the newest message (JupyterLab, Notebook 7, Colab).
+_SCROLL_BOX = ("<div class='chat-transcript' style='display:flex;flex-direction:column-reverse;overflow-y:auto;"
+               "max-height:360px;border:1px solid #ddd;padding:4px'><div>{messages}</div></div>")
 PANES = ("Turns kept", "Dropped by trimming", "Summary / profile", "Facts")
 
 
 def _inner(session: Any) -> Any:
     """The ChatSession behind a PersistentSession (or the session itself)."""
     return getattr(session, "session", session)
+
+
+def _store_closed(session: Any) -> bool:
+    """True when the session, or the store it saves to, has been closed."""
+    return bool(getattr(session, "closed", False) or getattr(getattr(session, "store", None), "closed", False))
+
+
+def _describe(err: BaseException) -> str:
+    """An error as one line: a failed save's own message ("Not saved: ..."), otherwise its type and message."""
+    text = str(err)
+    return text if text.startswith("Not saved:") else f"{type(err).__name__}: {text}"
 
 
 def _describe_memory(inner: Any) -> str:
@@ -60,9 +83,9 @@ class ChatUI:
         self.stream = hasattr(_inner(session), "stream") if stream is None else stream
         self.on_turn = on_turn  # called with (question, answer) after each completed turn, e.g. to learn facts
         self.last_error: str | None = None
-        self.transcript = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto",
-                                                             border="1px solid #ddd", padding="4px"))
-        self.entry = widgets.Text(placeholder=placeholder, continuous_update=False,
+        self.transcript = widgets.HTML()
+        # The box's value follows every keystroke; only Enter (a "submit" message) or Send sends it.
+        self.entry = widgets.Text(placeholder=placeholder, continuous_update=True,
                                   layout=widgets.Layout(width="70%"))
         self.send_button = widgets.Button(description="Send", button_style="primary")
         self.undo_button = widgets.Button(description="Undo", tooltip="forget the newest turn")
@@ -70,10 +93,10 @@ class ChatUI:
         self.status = widgets.HTML()
         self.panes = {name: widgets.HTML() for name in PANES}
         self.memory = widgets.Accordion(children=list(self.panes.values()), titles=PANES)
-        self.send_button.on_click(lambda _: self.send())
-        self.undo_button.on_click(lambda _: self.undo())
-        self.reset_button.on_click(lambda _: self.reset())
-        self.entry.observe(self._on_enter, names="value")  # Enter (or leaving the box) sends
+        self.send_button.on_click(lambda _: self._guarded(self.send))
+        self.undo_button.on_click(lambda _: self._guarded(self.undo))
+        self.reset_button.on_click(lambda _: self._guarded(self.reset))
+        self.entry.on_msg(self._on_entry_message)  # Enter in the box
         self.widget = widgets.VBox([
             self.transcript,
             widgets.HBox([self.entry, self.send_button, self.undo_button, self.reset_button]),
@@ -85,6 +108,8 @@ class ChatUI:
         """Ask ``text`` (default: the input box); returns the answer, or None if nothing was sent."""
         text = (self.entry.value if text is None else text).strip()
         if not text:
+            return None
+        if self._refuse_if_closed():
             return None
         self.entry.value = ""
         try:
@@ -99,39 +124,77 @@ class ChatUI:
                 self._render_transcript(pending=(text, "…"))
                 answer = self.session.chat(text)
         except Exception as err:  # a widget callback has nowhere to show a traceback: say it in the window
-            self.last_error = f"{type(err).__name__}: {err}"
-            self.status.value = f"<span style='color:#b00'>Not answered - {html.escape(self.last_error)}</span>"
-            self.refresh(keep_status=True)
+            self._show_error("Not answered - ", err)
             return None
         self.last_error = None
         try:
             if self.on_turn is not None:
                 self.on_turn(text, answer)
         except Exception as err:  # the turn itself is done (and saved); say what went wrong afterwards
-            self.last_error = f"{type(err).__name__}: {err}"
-            self.status.value = (f"<span style='color:#b00'>Answered, but on_turn failed - "
-                                 f"{html.escape(self.last_error)}</span>")
-            self.refresh(keep_status=True)
+            self._show_error("Answered, but on_turn failed - ", err)
             return answer
         self.refresh()
         return answer
 
-    def undo(self) -> None:
-        """Forget the newest turn (saved too, for a PersistentSession)."""
-        removed = self.session.undo()
+    def undo(self) -> bool:
+        """Forget the newest turn (saved too, for a PersistentSession); False when it failed (see the status)."""
+        if self._refuse_if_closed():
+            return False
+        try:
+            removed = self.session.undo()
+        except Exception as err:
+            self._show_error("Not undone - ", err)
+            return False
+        self.last_error = None
         self.refresh()
         self.status.value = html.escape(f"Undid turn {removed.turn_id}: {removed.question!r}" if removed
                                         else "Nothing to undo.")
+        return True
 
-    def reset(self) -> None:
-        """Forget the whole conversation (saved too, for a PersistentSession)."""
-        self.session.reset()
+    def reset(self) -> bool:
+        """Forget the whole conversation (saved too, for a PersistentSession); False when it failed."""
+        if self._refuse_if_closed():
+            return False
+        try:
+            self.session.reset()
+        except Exception as err:
+            self._show_error("Not reset - ", err)
+            return False
+        self.last_error = None
         self.refresh()
         self.status.value = "Conversation reset."
+        return True
 
-    def _on_enter(self, change: dict) -> None:
-        if change.get("new", "").strip():
-            self.send()
+    def _on_entry_message(self, _widget: Any, content: dict, _buffers: list) -> None:
+        if content.get("event") == "submit":  # what the browser sends when Enter is pressed in the box
+            self._guarded(self.send)
+
+    def _guarded(self, action: Callable[[], Any]) -> None:
+        """Run a button's action; any error it lets through is shown in the status line."""
+        try:
+            action()
+        except Exception as err:  # noqa: BLE001 - a click has nowhere else to report it
+            self.last_error = _describe(err)
+            self.status.value = f"<span style='color:#b00'>{html.escape(self.last_error)}</span>"
+
+    def _show_error(self, prefix: str, err: BaseException) -> None:
+        """Say what failed in the status line, then redraw everything from the session (memory is the truth)."""
+        self.last_error = _describe(err)
+        shown = self.last_error if self.last_error.startswith("Not saved:") else prefix + self.last_error
+        self.status.value = f"<span style='color:#b00'>{html.escape(shown)}</span>"
+        try:
+            self.refresh(keep_status=True)
+        except Exception as again:  # noqa: BLE001 - keep the first error visible; add the second
+            self.status.value += f"<br><span style='color:#b00'>{html.escape(_describe(again))}</span>"
+
+    def _refuse_if_closed(self) -> bool:
+        """When the store is closed, say so in the window and return True (the caller then changes nothing)."""
+        if not _store_closed(self.session):
+            return False
+        self.last_error = ("This window's session store is closed, so nothing can be saved. Open the store "
+                           "again and make a new ChatUI (for example, run the cells above once more).")
+        self.status.value = f"<span style='color:#b00'>{html.escape(self.last_error)}</span>"
+        return True
 
     # ------------------------------------------------------------ views
     def refresh(self, keep_status: bool = False) -> None:
@@ -154,7 +217,7 @@ class ChatUI:
                          align="margin-left:auto;" if who == "you" else "")
             bubble = _BUBBLE.format(who=who, text=html.escape(text), **style)
             parts.append(bubble.replace("<div style='", "<div style='opacity:0.5;") if faded else bubble)
-        self.transcript.value = "".join(parts) or "<i>No messages yet.</i>"
+        self.transcript.value = _SCROLL_BOX.format(messages="".join(parts) or "<i>No messages yet.</i>")
 
     def _lines(self, pending: tuple[str, str] | None = None) -> list[tuple[str, str, bool]]:
         inner = _inner(self.session)

@@ -3,7 +3,7 @@ import pytest
 
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SQLiteSessionStore
+from helpers.memory.store import SessionConflictError, SQLiteSessionStore
 from helpers.session import ChatSession
 from helpers.ui import ChatUI
 
@@ -31,16 +31,34 @@ def test_follow_up_uses_the_earlier_turn():
     assert "3 days" in ui.send(UNTIL)
 
 
+def press_enter(ui):
+    """What the browser sends when Enter is pressed in the input box."""
+    ui.entry._handle_custom_msg({"event": "submit"}, [])
+
+
 def test_send_without_text_reads_the_input_box_and_blank_sends_nothing():
     ui = ChatUI(ChatSession())
     assert ui.send("   ") is None and ui.session.turn_ids == []
-    ui.entry.value = CLUB  # what typing and pressing Enter does
+    ui.entry.value = CLUB
+    press_enter(ui)
     assert ui.session.turn_ids == [0] and ui.entry.value == ""
+
+
+def test_typing_or_leaving_the_box_sends_nothing_only_enter_does():
+    ui = ChatUI(ChatSession())
+    assert ui.entry.continuous_update  # the value is current when Enter's message arrives
+    for partial in ["When does", "When does the AI club"]:  # keystrokes, or the box losing focus
+        ui.entry.value = partial
+    assert ui.session.turn_ids == [] and ui.entry.value == "When does the AI club"
+    ui.entry.value = CLUB
+    ui.entry._handle_custom_msg({"event": "something else"}, [])
+    assert ui.session.turn_ids == []
+    press_enter(ui)
+    assert [t.question for t in ui.session.turns] == [CLUB]
 
 
 def test_send_button_sends_the_typed_text():
     ui = ChatUI(ChatSession())
-    ui.entry.unobserve_all()  # only the button this time
     ui.entry.value = CLUB
     ui.send_button.click()
     assert [t.question for t in ui.session.turns] == [CLUB]
@@ -169,3 +187,79 @@ def test_a_failing_on_turn_keeps_the_answer_and_says_what_failed():
     ui = ChatUI(ChatSession(), on_turn=broken)
     assert "Thursday" in ui.send(CLUB)
     assert "on_turn failed" in ui.status.value and ui.session.turn_ids == [0]
+
+
+def test_newest_message_is_last_inside_a_box_that_opens_at_its_end():
+    ui = ChatUI(ChatSession())
+    ui.send(CLUB)
+    ui.send(UNTIL)
+    value = ui.transcript.value
+    assert "flex-direction:column-reverse" in value and "overflow-y:auto" in value
+    assert value.index(CLUB) < value.index(UNTIL) < value.index("3 days")  # reading order inside the box
+
+
+def test_a_closed_store_is_reported_and_nothing_changes(store):
+    ui = ChatUI(PersistentSession.open(store, "ada", "s1"))
+    ui.send(CLUB)
+    store.close()
+    shown = ui.transcript.value
+    assert ui.send(UNTIL) is None
+    assert "store is closed" in ui.status.value and ui.entry.value == ""
+    assert ui.session.turn_ids == [0] and ui.transcript.value == shown
+    ui.entry.value = "typed, not lost"
+    ui.send_button.click()
+    assert ui.entry.value == "typed, not lost" and "store is closed" in ui.status.value
+    assert ui.undo() is False and ui.reset() is False and ui.session.turn_ids == [0]
+
+
+def _failing_saves(monkeypatch, store):
+    def conflict(*args, **kwargs):
+        raise SessionConflictError("another writer saved ada/s1 first (simulated)")
+
+    monkeypatch.setattr(store, "save", conflict)
+
+
+def _assert_screen_memory_and_store_agree(ui, store):
+    stored = [t.question for t in store.load("ada", "s1").turns]
+    assert [t.question for t in ui.session.turns] == stored
+    assert ui.transcript_text() == "\n".join(line for t in ui.session.turns
+                                             for line in (f"you: {t.question}", f"assistant: {t.answer}"))
+    return stored
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_failed_save_of_a_turn_is_shown_and_the_screen_matches_memory(monkeypatch, store, stream):
+    ui = ChatUI(PersistentSession.open(store, "ada", "s1"), stream=stream)
+    ui.send(CLUB)
+    _failing_saves(monkeypatch, store)
+    assert ui.send(UNTIL) is None
+    assert "Not saved:" in ui.status.value and ui.last_error.startswith("Not saved:")
+    assert _assert_screen_memory_and_store_agree(ui, store) == [CLUB]
+    assert UNTIL not in ui.transcript.value
+
+
+@pytest.mark.parametrize("button", ["undo_button", "reset_button"])
+def test_a_failed_save_of_undo_or_reset_is_shown_and_the_screen_matches_memory(monkeypatch, store, button):
+    ui = ChatUI(PersistentSession.open(store, "ada", "s1"))
+    ui.send(CLUB)
+    ui.send(UNTIL)
+    _failing_saves(monkeypatch, store)
+    getattr(ui, button).click()
+    assert "Not saved:" in ui.status.value
+    assert _assert_screen_memory_and_store_agree(ui, store) == [CLUB, UNTIL]
+    assert UNTIL in ui.transcript.value
+
+
+def test_any_error_in_a_button_action_is_shown_in_the_window(monkeypatch):
+    ui = ChatUI(ChatSession())
+    ui.send(CLUB)
+
+    def broken():
+        raise RuntimeError("the undo log is unreadable (simulated)")
+
+    monkeypatch.setattr(ui.session, "undo", broken)
+    ui.undo_button.click()
+    assert "Not undone - RuntimeError: the undo log is unreadable" in ui.status.value
+    monkeypatch.setattr(ui, "refresh", lambda **kwargs: 1 / 0)  # even a failing redraw reaches the status line
+    ui.reset_button.click()
+    assert "ZeroDivisionError" in ui.status.value
