@@ -55,6 +55,7 @@ text or tool calls. The rules, in order:
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -97,6 +98,24 @@ def _load(text: str):
         return None
 
 
+MAX_LITERAL_CHARS = 100_000  # longer tool results are read as JSON or plain text only
+
+
+def read_tool_result(text: str) -> dict:
+    """A tool result the way a model reads it: JSON, a Python literal (``str(dict)``) or plain text.
+
+    JSON and Python literals (parsed with ``ast.literal_eval``, which evaluates no code) that give a
+    dict are returned as they are; anything else becomes ``{"text": text}``.
+    """
+    value = _load(text)
+    if value is None and text.lstrip()[:1] in "{[(" and len(text) <= MAX_LITERAL_CHARS:
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = None
+    return value if isinstance(value, dict) else {"text": text}
+
+
 def _system_text(messages: list[dict]) -> str:
     return "\n".join(_text(m) for m in messages if m.get("role") in ("system", "developer"))
 
@@ -122,8 +141,7 @@ def _turn_results(messages: list[dict], start: int) -> list[tuple[str, dict, dic
             calls[call.get("id")] = (fn.get("name"), _load(fn.get("arguments") or "{}") or {})
         if message.get("role") == "tool" and message.get("tool_call_id") in calls:
             name, args = calls[message["tool_call_id"]]
-            parsed = _load(_text(message))
-            results.append((name, args, parsed if isinstance(parsed, dict) else {"text": _text(message)}))
+            results.append((name, args, read_tool_result(_text(message))))
     return results
 
 
@@ -132,6 +150,8 @@ def _turn_results(messages: list[dict], start: int) -> list[tuple[str, dict, dic
 def _mentions_in_result(name: str, result: dict) -> list[Mention]:
     if result.get("error"):
         return []
+    if set(result) == {"text"}:  # a plain-text result
+        return _mentions_in_text(result["text"])[:1]
     if name == "search_campus_info":
         hits = [h for h in result.get("results", []) if h.get("weekday")]
         return [Mention(hits[0]["weekday"], hits[0].get("time"), hits[0].get("title"))] if hits else []
@@ -161,9 +181,7 @@ def conversation_mentions(messages: list[dict]) -> list[Mention]:
         for call in message.get("tool_calls") or []:
             calls[call.get("id")] = call.get("function", {}).get("name")
         if role == "tool":
-            parsed = _load(_text(message))
-            if isinstance(parsed, dict):
-                found += _mentions_in_result(calls.get(message.get("tool_call_id"), ""), parsed)
+            found += _mentions_in_result(calls.get(message.get("tool_call_id"), ""), read_tool_result(_text(message)))
         elif role in ("assistant", "user"):
             found += _mentions_in_text(_text(message))
     return found
@@ -317,7 +335,9 @@ def _compose(question: str, results, labels: dict[str, str] | None = None) -> st
     for name, args, result in results:
         if result.get("error"):
             continue
-        if name == "search_campus_info":
+        if set(result) == {"text"}:
+            parts.append(" ".join(re.split(r"(?<=[.!?])\s", result["text"].strip())[:2]))
+        elif name == "search_campus_info":
             hits = result.get("results") or []
             parts.append(_describe_hit(hits[0]) if hits else
                          "I could not find that in the campus information.")
