@@ -19,7 +19,7 @@ import pytest
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.facts_store import FactStoreError
 from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import (SessionConflictError, SessionNotFoundError, SessionStoreError,
+from helpers.memory.store import (SessionConflictError, SessionNotFoundError, SessionSaveError, SessionStoreError,
                                   SQLiteSessionStore)
 from helpers.session import ChatSession
 
@@ -156,7 +156,36 @@ def test_a_stale_copy_gets_a_conflict(pg):
     first.chat(CLUB)
     PersistentSession.open(pg, "ada", "s1").chat(UNTIL)
     with pytest.raises(SessionConflictError):
+        pg.save("ada", "s1", first.session, expected_revision=first.revision)
+    with pytest.raises(SessionSaveError, match="^Not saved: .*another writer"):
         first.chat("Where can I print a poster?")
+    assert first.turn_ids == [0] and [t.question for t in pg.load("ada", "s1").turns] == [CLUB, UNTIL]
+
+
+def test_a_read_only_database_rolls_the_turn_back_and_the_next_turn_saves(pg):
+    session = PersistentSession.open(pg, "ada", "s1")
+    session.chat(CLUB)
+    before = session.snapshot()
+    pg._conns.get().execute("SET default_transaction_read_only = on")  # this connection may no longer write
+    with pytest.raises(SessionSaveError, match=r"^Not saved: the turn was rolled back.*read-only transaction"):
+        session.chat(UNTIL)
+    assert session.snapshot() == before and pg.load_state("ada", "s1").state == before
+    pg._conns.get().execute("SET default_transaction_read_only = off")
+    assert "3 days" in session.chat(UNTIL) and pg.load("ada", "s1").turn_ids == [0, 1]
+
+
+def test_tampered_rows_are_reported_with_the_session_and_the_problem(pg, dsn, schema):
+    import psycopg
+
+    pg.save("ada", "s1", chatted([CLUB]))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {schema}.session_turns SET body = '{{\"kept\": \"text\"}}'")
+    with pytest.raises(SessionStoreError, match=r"session ada/s1 on .* is damaged.*'kept' data of turn 0 is a str"):
+        pg.load("ada", "s1")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE {schema}.sessions SET header = 'not json'")
+    with pytest.raises(SessionStoreError, match="session ada/s1 on .* its header is not valid JSON"):
+        PersistentSession.open(pg, "ada", "s1")
 
 
 WRITER = r"""
@@ -236,6 +265,22 @@ def test_unreachable_server_is_explained_without_the_password():
     with pytest.raises(SessionStoreError, match="could not connect.*127.0.0.1:1/") as caught:
         PostgresSessionStore("postgresql://ada:s3cret@127.0.0.1:1/campus", connect_timeout=2)
     assert "s3cret" not in str(caught.value) and "setup_postgres.sh" in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", [
+    "postgresql://ada:s3cret@[::1/campus",
+    "postgresql://ada:s3cret@127.0.0.1:1/campus?sslmode=bogus",
+    "host=127.0.0.1 password=s3cret port=abc",
+    "host=127.0.0.1 password='s3cret' dbname",
+    "postgresql://127.0.0.1:1/campus?password=s3cret&bogus=1",
+])
+def test_malformed_dsns_are_explained_without_the_password(bad):
+    pytest.importorskip("psycopg")
+    from helpers.memory.postgres import PostgresSessionStore
+
+    with pytest.raises(SessionStoreError, match="could not connect") as caught:
+        PostgresSessionStore(bad, connect_timeout=2)
+    assert "s3cret" not in str(caught.value)
 
 
 def test_bad_schema_name_is_refused():

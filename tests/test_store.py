@@ -14,8 +14,9 @@ from helpers.memory import store as store_module
 from helpers.memory.facts import Candidate, FactMemory
 from helpers.memory.facts_store import SQLiteFactStore
 from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionStoreError,
-                                  SQLiteSessionStore, check_fork, decode_state, encode_state)
+from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+                                  SessionStoreError, SQLiteSessionStore, check_fork, decode_state, encode_state,
+                                  redact_dsn)
 from helpers.session import ChatSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -361,6 +362,8 @@ def test_a_stale_copy_gets_a_conflict_instead_of_overwriting(store):
     second = PersistentSession.open(store, "ada", "s1")
     second.chat(UNTIL)
     with pytest.raises(SessionConflictError, match="reopen the session"):
+        store.save("ada", "s1", first.session, expected_revision=first.revision)
+    with pytest.raises(SessionSaveError, match="^Not saved: the turn was rolled back.*another writer.*reload"):
         first.chat(OTHERS[1])
     assert [t.question for t in store.load("ada", "s1").turns] == [CLUB, UNTIL]
 
@@ -423,8 +426,242 @@ def test_fork_of_a_session_with_profile_memory_forgets_what_later_turns_added(st
     assert profile(store.load("ada", "main", memory=MemoryAssembler(recall=False))) == {"Ada", "vegetarian"}
 
 
-def test_a_snapshot_the_session_class_cannot_read_is_explained(store):
+def test_a_snapshot_of_another_format_version_is_explained(store):
     state = chatted([CLUB]).snapshot()
     store.save("ada", "s1", {**state, "version": 2})
-    with pytest.raises(SessionStoreError, match="ada/s1 could not be restored as a ChatSession"):
+    with pytest.raises(SessionStoreError, match=r"ada/s1 is stored in snapshot format 2.*reads format 1.*upgrade"
+                       ) as caught:
         PersistentSession.open(store, "ada", "s1")
+    assert "class that saved it" not in str(caught.value)
+
+
+# --- failed saves: memory and store never disagree (SQLite and PostgreSQL) ------------------------------------
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request, tmp_path):
+    """A session store on each backend (the PostgreSQL one in its own schema; see tests/test_postgres.py)."""
+    if request.param == "sqlite":
+        store = SQLiteSessionStore(tmp_path / "sessions.db")
+    else:
+        from test_postgres import pg_dsn, scratch_schema
+
+        from helpers.memory.postgres import PostgresSessionStore
+
+        store = PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "s_"))
+    yield store
+    store.close()
+
+
+def failing_saves(monkeypatch, store, error):
+    """Make every save of ``store`` raise ``error`` (a read-only disk, a lost server...)."""
+    def refuse(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(store, "save", refuse)
+
+
+def test_a_turn_whose_save_fails_is_rolled_back_and_the_next_turn_saves(any_store, monkeypatch):
+    session = PersistentSession.open(any_store, "ada", "s1", session_class=NotingSession, max_turns=1)
+    session.chat(OTHERS[0])
+    session.chat(CLUB)  # turn 0 is trimmed out: the snapshot has dropped turns and memory state
+    before, revision = session.snapshot(), session.revision
+    failing_saves(monkeypatch, any_store, SessionStoreError("the disk is read-only (simulated)"))
+    with pytest.raises(SessionSaveError, match=r"^Not saved: the turn was rolled back .*ada/s1.*read-only"):
+        session.chat(OTHERS[1])
+    assert session.snapshot() == before and session.revision == revision and session.notes == before[
+        "memory"]["summary"].split(" / ")
+    monkeypatch.undo()
+    assert "3 days" in session.chat(UNTIL)  # the next turn saves: no stale revision left behind
+    stored = any_store.load_state("ada", "s1")
+    assert stored.info.revision == revision + 1 and stored.state == session.snapshot()
+    assert [t["question"] for t in stored.state["turns"]] == [OTHERS[0], CLUB, UNTIL]
+
+
+def test_an_undo_or_reset_whose_save_fails_is_rolled_back(any_store, monkeypatch):
+    session = PersistentSession.open(any_store, "ada", "s1")
+    session.chat(CLUB)
+    session.chat(OTHERS[1])
+    before = session.snapshot()
+    failing_saves(monkeypatch, any_store, SessionStoreError("the server went away (simulated)"))
+    with pytest.raises(SessionSaveError, match="^Not saved: the undo was rolled back"):
+        session.undo()
+    assert session.snapshot() == before
+    with pytest.raises(SessionSaveError, match="^Not saved: the reset was rolled back"):
+        session.reset()
+    assert session.snapshot() == before
+    monkeypatch.undo()
+    assert session.undo().question == OTHERS[1]
+    assert any_store.load("ada", "s1").turn_ids == [0]
+
+
+def test_a_second_writer_keeps_its_turns_and_reload_continues_from_them(any_store):
+    first = PersistentSession.open(any_store, "ada", "s1")
+    first.chat(CLUB)
+    second = PersistentSession.open(any_store, "ada", "s1")
+    second.chat(OTHERS[1])
+    before = first.snapshot()
+    with pytest.raises(SessionSaveError, match="another writer.*reload"):
+        first.chat(UNTIL)
+    assert first.snapshot() == before and first.revision == 1
+    assert [t.question for t in any_store.load("ada", "s1").turns] == [CLUB, OTHERS[1]]
+    first.reload()
+    assert first.revision == 2 and first.turn_ids == [0, 1]
+    first.chat(UNTIL)
+    assert [t.question for t in any_store.load("ada", "s1").turns] == [CLUB, OTHERS[1], UNTIL]
+
+
+def test_a_conflict_with_an_unchanged_stored_session_is_retried(any_store):
+    session = PersistentSession.open(any_store, "ada", "s1")
+    session.chat(CLUB)
+    same = any_store.load_state("ada", "s1").state
+    assert any_store.save("ada", "s1", same) == 2  # another writer stores the very same content
+    assert "3 days" in session.chat(UNTIL)
+    stored = any_store.load_state("ada", "s1")
+    assert stored.info.revision == session.revision == 3 and stored.state == session.snapshot()
+
+
+def test_a_save_that_committed_but_raised_is_kept(any_store, monkeypatch):
+    session = PersistentSession.open(any_store, "ada", "s1")
+    real_save = any_store.save
+
+    def saved_then_lost(*args, **kwargs):
+        real_save(*args, **kwargs)
+        raise SessionStoreError("the connection dropped after COMMIT (simulated)")
+
+    monkeypatch.setattr(any_store, "save", saved_then_lost)
+    session.chat(CLUB)
+    monkeypatch.undo()
+    assert session.revision == 1 and any_store.load_state("ada", "s1").state == session.snapshot()
+    assert "3 days" in session.chat(UNTIL) and session.revision == 2
+
+
+def test_a_closed_store_refuses_before_anything_changes(any_store):
+    session = PersistentSession.open(any_store, "ada", "s1")
+    session.chat(CLUB)
+    before = session.snapshot()
+    any_store.close()
+    assert any_store.closed and session.closed
+    for action in (lambda: session.chat(UNTIL), session.undo, session.reset):
+        with pytest.raises(SessionStoreError, match="store is closed"):
+            action()
+    assert session.snapshot() == before
+    with pytest.raises(SessionStoreError, match="is closed, so nothing can be read or saved"):
+        any_store.list_sessions("ada")
+
+
+def test_a_read_only_database_is_explained_and_rolled_back(store, db):
+    session = PersistentSession.open(store, "ada", "s1")
+    session.chat(CLUB)
+    before = session.snapshot()
+    writable = store._conn
+    store._conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    with pytest.raises(SessionSaveError) as caught:
+        session.chat(UNTIL)
+    message = str(caught.value)
+    assert message.startswith("Not saved: the turn was rolled back") and "cannot be written" in message
+    assert "corrupt" not in message and "retry" not in message
+    assert session.snapshot() == before
+    store._conn.close()
+    store._conn = writable
+    session.chat(UNTIL)
+    assert store.load("ada", "s1").turn_ids == [0, 1]
+
+
+# --- tampered rows --------------------------------------------------------------------------------------------
+
+def tamper(db, sql, *params):
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+@pytest.mark.parametrize("sql, params, problem", [
+    ("UPDATE sessions SET header = ?", ("{not json",), "its header is not valid JSON"),
+    ("UPDATE sessions SET header = ?", ("[1, 2]",), "its header is a JSON list, not a dict"),
+    ("UPDATE session_turns SET body = ?", ("oops",), "its turn 0 is not valid JSON"),
+    ("UPDATE session_turns SET body = ?", ('{"kept": 7}',), "the 'kept' data of turn 0 is a int, not a list"),
+    ("UPDATE session_turns SET body = ?", ('{}',), "the 'kept' data of turn 0 is missing"),
+    ("UPDATE sessions SET header = json_set(header, '$.turn_ids', 'x')", (), "'turn_ids' in its header is 'x'"),
+    ("UPDATE sessions SET header = json_remove(header, '$.lead')", (), "'lead' in its header is None"),
+])
+def test_tampered_rows_are_reported_with_the_session_and_the_problem(store, db, sql, params, problem):
+    store.save("ada", "s1", chatted([CLUB]))
+    tamper(db, sql, *params)
+    with pytest.raises(SessionStoreError) as caught:
+        PersistentSession.open(store, "ada", "s1")
+    message = str(caught.value)
+    assert "session ada/s1" in message and problem in message and "restore the database from a backup" in message
+
+
+@pytest.mark.parametrize("change, problem", [
+    ("json_remove(header, '$.next_id')", "KeyError: 'next_id'"),
+    ("json_set(header, '$.record_ids', json('[5]'))", "the 'record' data of turn 5 is missing"),
+])
+def test_tampered_snapshot_fields_are_explained(store, db, change, problem):
+    store.save("ada", "s1", chatted([CLUB]))
+    tamper(db, f"UPDATE sessions SET header = {change}")
+    with pytest.raises(SessionStoreError, match="ada/s1") as caught:
+        store.load("ada", "s1")
+    assert problem in str(caught.value)
+
+
+def test_a_turn_record_with_wrong_fields_is_explained(store, db):
+    store.save("ada", "s1", chatted([CLUB]))
+    tamper(db, "UPDATE session_turns SET body = json_set(body, '$.record.colour', 'red')")
+    with pytest.raises(SessionStoreError, match=r"ada/s1 could not be restored as a ChatSession .*colour.*damaged"):
+        store.load("ada", "s1")
+
+
+# --- --db paths -----------------------------------------------------------------------------------------------
+
+def test_a_path_under_a_file_is_explained(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(SessionStoreError, match=r"notes.txt is a file, not a folder"):
+        SQLiteSessionStore(tmp_path / "notes.txt" / "sub" / "sessions.db")
+
+
+def test_an_unreadable_file_is_explained(db, store, monkeypatch):
+    store.save("ada", "s1", chatted([CLUB]))
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(store_module, "open", unreadable, raising=False)  # root ignores chmod, so simulate it
+    with pytest.raises(SessionStoreError, match=r"sessions.db cannot be read \(Permission denied\); check the "
+                                                "permissions"):
+        SQLiteSessionStore(db)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_read_only_folder_is_not_called_corrupt(tmp_path, monkeypatch, existing):
+    path = tmp_path / "sessions.db"
+    if existing:
+        sqlite3.connect(path).execute("CREATE TABLE session_schema (version INTEGER)").connection.close()
+    real_connect = sqlite3.connect
+
+    def read_only(path, **kwargs):  # what SQLite meets in a folder it may not write to (root ignores chmod)
+        return real_connect(f"file:{path}?mode=ro", uri=True, **kwargs)
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", read_only)
+    with pytest.raises(SessionStoreError) as caught:
+        SQLiteSessionStore(path)
+    message = str(caught.value)
+    assert "cannot be written" in message and str(tmp_path) in message and "-wal" in message
+    assert "corrupt" not in message
+
+
+# --- passwords in messages ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dsn", [
+    "postgresql://ada:s3cret@[bad/campus",
+    "postgresql://ada:s3cret@db.example:5432/campus?sslmode=bogus",
+    "host=db.example password=s3cret port=abc",
+    "host=db.example password = 's3cret' dbname",
+    "postgresql://db.example/campus?password=s3cret&bogus=1",
+    "HOST=db PASSWORD=s3cret",
+])
+def test_dsn_passwords_are_redacted_in_any_text(dsn):
+    text = f'invalid connection string: "{dsn}" (password s3cret)'
+    shown = redact_dsn(text, dsn)
+    assert "s3cret" not in shown and "***" in shown
+    assert "s3cret" not in redact_dsn(dsn)

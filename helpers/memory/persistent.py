@@ -6,20 +6,39 @@ starts a new one; it works the same on SQLite (``helpers.memory.store``) and Pos
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterator
 
-from helpers.memory.store import (ForkError, SessionNotFoundError, SessionStore, SessionStoreError, check_ids,
-                                  restore)
+from helpers.history import DroppedTurn
+from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+                                  SessionStore, SessionStoreError, StoredSession, check_ids, restore)
 from helpers.session import ChatSession, TurnRecord
+
+
+def rewind(session: ChatSession, state: dict) -> None:
+    """Put ``session`` back to an earlier ``snapshot()`` in place (client, tools and usage ledger stay).
+
+    The same steps as ``ChatSession.from_snapshot``, applied to the live object.
+    """
+    session._reset_index(copy.deepcopy(state["messages"]), list(state["turn_ids"]))
+    session._next_id = state["next_id"]
+    session.turns = [TurnRecord(**t) for t in state["turns"]]
+    session.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"]) for d in state["dropped"]]
+    session.restore_memory_state(copy.deepcopy(state["memory"]))
 
 
 class PersistentSession:
     """A ChatSession bound to a store: every completed turn, undo and reset is saved before returning.
 
-    A turn that raises saves nothing (ChatSession already rolled it back), so the store always
-    holds the session as of its last complete turn. Saves carry the revision this copy was loaded
-    at: if another process saved the same session meanwhile, ``SessionConflictError`` is raised
-    instead of overwriting its turns.
+    Memory and store never disagree:
+
+    * a turn that raises saves nothing (ChatSession already rolled it back);
+    * a change whose save fails is rolled back in memory (messages, turn ids, memory state) and
+      ``SessionSaveError`` ("Not saved: ...") is raised, so the next turn starts from what is stored;
+    * saves carry the revision this copy was loaded at. If another writer saved the session since,
+      the stored copy is re-read: if it still holds what this copy started from (the other save
+      changed nothing), the save is retried once; otherwise the change is rolled back rather than
+      overwrite the other writer's turns (``reload()`` continues from them).
     """
 
     def __init__(self, store: SessionStore, user_id: str, session_id: str, session: ChatSession | None = None,
@@ -46,16 +65,80 @@ class PersistentSession:
         """True when this copy continues a session that was already stored."""
         return self.revision > 0
 
+    @property
+    def closed(self) -> bool:
+        """True when the store was closed: this session can neither save nor reload."""
+        return bool(getattr(self.store, "closed", False))
+
+    @property
+    def name(self) -> str:
+        """``user_id/session_id``, as messages show it."""
+        return f"{self.user_id}/{self.session_id}"
+
     def save(self) -> int:
         """Store the current state now; returns the new revision."""
         self.revision = self.store.save(self.user_id, self.session_id, self.session,
                                         expected_revision=self.revision)
         return self.revision
 
+    def reload(self) -> None:
+        """Continue from the stored session (e.g. after another writer saved it); unsaved changes are dropped."""
+        stored = self.store.load_state(self.user_id, self.session_id)
+        before = self.session.snapshot()
+        try:
+            rewind(self.session, stored.state)
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            rewind(self.session, before)
+            raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left as it was - "
+                                    "reopen it with PersistentSession.open") from None
+        self.revision = stored.info.revision
+
+    def _check_open(self, action: str) -> None:
+        if self.closed:
+            raise SessionStoreError(f"the session store is closed, so {self.name} cannot be saved; nothing was "
+                                    f"{action} - open the store again and reopen the session")
+
+    def _stored(self) -> StoredSession | None:
+        """What the store holds now (None when it holds nothing, or cannot be read)."""
+        try:
+            return self.store.load_state(self.user_id, self.session_id)
+        except SessionStoreError:
+            return None
+
+    def _commit(self, before: dict, what: str) -> None:
+        """Save the change made since ``before``; if that fails, roll it back and raise SessionSaveError."""
+        try:
+            self.save()
+            return
+        except SessionStoreError as err:
+            failure = err
+        after = self.session.snapshot()
+        stored = self._stored()
+        if stored is not None and stored.state == after and stored.info.revision > self.revision:
+            self.revision = stored.info.revision  # the save did commit; only its reply was lost
+            return
+        if isinstance(failure, SessionConflictError) and stored is not None and stored.state == before:
+            try:  # the other writer changed nothing this copy relies on: retry once at its revision
+                self.revision = self.store.save(self.user_id, self.session_id, self.session,
+                                                expected_revision=stored.info.revision)
+                return
+            except SessionStoreError as err:
+                failure = err
+        rewind(self.session, before)
+        if isinstance(failure, SessionConflictError):
+            cause = "another writer saved it since this copy loaded it, and its turns are kept"
+            todo = "call reload() (in the terminal chat: /reload) to continue from them, then try again"
+        else:
+            cause, todo = str(failure), "fix that, then try again"
+        raise SessionSaveError(f"Not saved: {what} was rolled back because {self.name} could not be saved "
+                               f"({cause}); this copy is back to its last saved state - {todo}") from failure
+
     def chat(self, text: str) -> str:
         """Ask one question; the completed turn is saved before the answer is returned."""
+        self._check_open("asked")
+        before = self.session.snapshot()
         answer = self.session.chat(text)
-        self.save()
+        self._commit(before, "the turn")
         return answer
 
     def stream(self, text: str) -> Iterator[str]:
@@ -63,22 +146,27 @@ class PersistentSession:
         stream = getattr(self.session, "stream", None)
         if stream is None:
             raise SessionStoreError(f"{type(self.session).__name__} has no stream(); use chat(text)")
+        self._check_open("asked")
+        before = self.session.snapshot()
         answer = yield from stream(text)
-        self.save()
+        self._commit(before, "the turn")
         return answer
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest turn and save; returns what it was (None when there was nothing)."""
-        before = self.session.turn_ids
+        self._check_open("undone")
+        before = self.session.snapshot()
         removed = self.session.undo()
-        if self.session.turn_ids != before:
-            self.save()
+        if self.session.turn_ids != before["turn_ids"]:
+            self._commit(before, "the undo")
         return removed
 
     def reset(self) -> None:
         """Forget the whole conversation, in memory and in the store (the session id stays)."""
+        self._check_open("reset")
+        before = self.session.snapshot()
         self.session.reset()
-        self.save()
+        self._commit(before, "the reset")
 
     def fork(self, at_turn: int, new_session_id: str, **session_kwargs: Any) -> "PersistentSession":
         """A new stored session from the turns before ``at_turn`` (this one is untouched).

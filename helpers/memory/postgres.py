@@ -37,7 +37,7 @@ from helpers.memory.facts_store import (AuditEntry, Changes, FactStoreError, Loc
                                         collect_facts, save_changes)
 from helpers.memory.store import (
     SCHEMA_TABLE, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError, StoredSession, check_ids,
-    decode_state,
+    decode_state, redact_dsn,
 )
 
 _SCHEMA_NAME = re.compile(r"^(?!pg_)[a-z_][a-z0-9_]{0,62}$")  # pg_ is reserved by PostgreSQL
@@ -148,7 +148,8 @@ class _Connections:
 
     def get(self) -> psycopg.Connection:
         if self.closed:
-            raise self.error(f"this store on {self.where} is closed; open a new one")
+            raise self.error(f"this store on {self.where} is closed, so nothing can be read or saved; open a "
+                             "new one")
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
             conn = self._local.conn = self._connect()
@@ -161,6 +162,7 @@ class _Connections:
                 conn.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
         except psycopg.Error as err:
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            reason = redact_dsn(reason, self.dsn)  # libpq quotes the parts of a DSN it cannot parse
             raise self.error(f"could not connect to PostgreSQL at {self.where} ({reason}); check that the server "
                              "is running and the DSN is right (tests/setup_postgres.sh starts a local one)") from None
         with self._lock:
@@ -225,7 +227,22 @@ class PostgresSessionStore(SessionStoreBase):
     def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
         self._conns = _Connections(dsn, schema, SessionStoreError, connect_timeout)
         self.where = self._conns.where
-        _migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, ("sessions", "session_turns"))
+        try:
+            _migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, ("sessions", "session_turns"))
+        except psycopg.Error as err:
+            self._conns.close()
+            raise SessionStoreError(f"preparing the session tables on {self.where} failed "
+                                    f"({self._reason(err)}); nothing was changed - check that this user may "
+                                    "create tables there") from None
+
+    def _reason(self, err: Exception) -> str:
+        """A driver error as one line, with any password removed."""
+        return redact_dsn(str(err).strip(), self._conns.dsn)
+
+    @property
+    def closed(self) -> bool:
+        """True after close(): nothing can be read or saved any more."""
+        return self._conns.closed
 
     def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
                lineage: tuple[str, int] | None = None) -> int:
@@ -240,7 +257,7 @@ class PostgresSessionStore(SessionStoreBase):
                                         user_id, session_id, encoded, expected_revision, lineage, at)
         except psycopg.Error as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed and was rolled back "
-                                    f"({str(err).strip()}); the stored session is as it was - retry") from None
+                                    f"({self._reason(err)}); the stored session is as it was - retry") from None
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:
         """The stored snapshot, read in one consistent snapshot."""
@@ -254,10 +271,12 @@ class PostgresSessionStore(SessionStoreBase):
                 bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = %s AND "
                                            "session_id = %s", (user_id, session_id)).fetchall())
         except psycopg.Error as err:
-            raise SessionStoreError(f"reading {user_id}/{session_id} from {self.where} failed ({err})") from None
+            raise SessionStoreError(f"reading {user_id}/{session_id} from {self.where} failed "
+                                    f"({self._reason(err)})") from None
         if row is None:
             raise self._not_found(user_id, session_id, self.where)
-        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies))
+        name = f"session {user_id}/{session_id} on {self.where}"
+        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies, name))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
@@ -266,7 +285,7 @@ class PostgresSessionStore(SessionStoreBase):
                                              "ORDER BY updated_at DESC, session_id", (user_id,)).fetchall()
         except psycopg.Error as err:
             raise SessionStoreError(f"listing {user_id}'s sessions on {self.where} failed "
-                                    f"({str(err).strip()})") from None
+                                    f"({self._reason(err)})") from None
         return [SessionInfo(*row) for row in rows]
 
     def delete(self, user_id: str, session_id: str) -> bool:
@@ -279,7 +298,7 @@ class PostgresSessionStore(SessionStoreBase):
                                     (user_id, session_id)).rowcount > 0
         except psycopg.Error as err:
             raise SessionStoreError(f"deleting {user_id}/{session_id} on {self.where} failed and was rolled back "
-                                    f"({str(err).strip()}); retry") from None
+                                    f"({self._reason(err)}); retry") from None
 
     def schema_version(self) -> int:
         """The highest session migration applied."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -40,6 +41,9 @@ SCHEMA_TABLE = "session_schema"
 # Tables the durable fact store (lesson 10) creates; a file holding only these may also hold sessions.
 FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit"})
 MAX_ID_CHARS = 200
+# SQLite result codes that mean "you may not write here", not "the file is damaged".
+_NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
+_DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 
 MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "create sessions and session_turns", (
@@ -152,8 +156,36 @@ class SessionStore(Protocol):
     def schema_version(self) -> int:
         """The highest migration applied."""
 
+    @property
+    def closed(self) -> bool:
+        """True once close() was called (every read or save then raises SessionStoreError)."""
+
     def close(self) -> None:
         """Release connections."""
+
+
+# ---------------------------------------------------------------- secrets in messages
+
+_URL_PASSWORD = re.compile(r"(\w+://[^\s:/@\"']*):([^\s@\"']*)@")
+_KEY_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^\s&\"']+)", re.IGNORECASE)
+
+
+def redact_dsn(text: str, dsn: str | None = None) -> str:
+    """``text`` with every database password replaced by ``***`` (URL and ``password=`` forms).
+
+    With ``dsn``, the passwords found in it are also removed wherever they appear in ``text``
+    (libpq quotes pieces of a DSN it cannot parse).
+    """
+    secrets = set()
+    if dsn:
+        secrets |= {m.group(2) for m in _URL_PASSWORD.finditer(dsn)}
+        secrets |= {m.group(2).strip("'\"") for m in _KEY_PASSWORD.finditer(dsn)}
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:***@", str(text))
+    text = _KEY_PASSWORD.sub(lambda m: f"{m.group(1)}***", text)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 3:  # shorter ones would blank out ordinary words
+            text = text.replace(secret, "***")
+    return text
 
 
 # ---------------------------------------------------------------- snapshot <-> rows
@@ -220,19 +252,51 @@ def encode_state(session: ChatSession | dict) -> EncodedSession:
     return EncodedSession(_dumps(header), rows, title, len(ids), len(dropped))
 
 
-def decode_state(header: str, bodies: dict[int, str]) -> dict:
-    """Rebuild the exact snapshot from a header and ``{turn_id: body}`` (inverse of ``encode_state``)."""
-    state = json.loads(header)
-    parsed = {turn_id: json.loads(body) for turn_id, body in bodies.items()}
+def _damaged(name: str, what: str) -> SessionStoreError:
+    return SessionStoreError(f"{name} is damaged in the database: {what}; it was not loaded - restore the database "
+                             "from a backup, or delete that session")
+
+
+def _parse(name: str, where: str, text: Any, kind: type) -> Any:
     try:
-        messages = list(state.pop("lead"))
-        for turn_id in state["turn_ids"]:
-            messages += parsed[turn_id]["kept"]
-        dropped = [{"turn_id": i, **parsed[i]["dropped"]} for i in state.pop("dropped_ids")]
-        records = [parsed[i]["record"] for i in state.pop("record_ids")]
-    except KeyError as err:
-        raise SessionStoreError(f"stored session is damaged: turn data {err} is missing; delete the session "
-                                "or restore the database from a backup") from None
+        value = json.loads(text)
+    except (TypeError, ValueError) as err:
+        raise _damaged(name, f"its {where} is not valid JSON ({err})") from None
+    if not isinstance(value, kind):
+        raise _damaged(name, f"its {where} is a JSON {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+def _check_list(name: str, state: dict, key: str, item: type) -> list:
+    value = state.get(key)
+    if not isinstance(value, list) or not all(type(v) is item for v in value):
+        raise _damaged(name, f"{key!r} in its header is {value!r:.80}, not a list of {item.__name__}")
+    return value
+
+
+def decode_state(header: str, bodies: dict[int, str], name: str = "the stored session") -> dict:
+    """Rebuild the exact snapshot from a header and ``{turn_id: body}`` (inverse of ``encode_state``).
+
+    Rows that are not what ``encode_state`` wrote (bad JSON, wrong types, missing keys) raise a
+    SessionStoreError naming ``name`` and what is wrong.
+    """
+    state = _parse(name, "header", header, dict)
+    parsed = {turn_id: _parse(name, f"turn {turn_id}", body, dict) for turn_id, body in bodies.items()}
+    for key in ("lead", "turn_ids", "dropped_ids", "record_ids"):
+        _check_list(name, state, key, dict if key == "lead" else int)
+
+    def part(turn_id: int, slot: str, kind: type) -> Any:
+        value = parsed.get(turn_id, {}).get(slot)
+        if not isinstance(value, kind):
+            problem = "is missing" if value is None else f"is a {type(value).__name__}, not a {kind.__name__}"
+            raise _damaged(name, f"the {slot!r} data of turn {turn_id} {problem}")
+        return value
+
+    messages = list(state.pop("lead"))
+    for turn_id in state["turn_ids"]:
+        messages += part(turn_id, "kept", list)
+    dropped = [{"turn_id": i, **part(i, "dropped", dict)} for i in state.pop("dropped_ids")]
+    records = [part(i, "record", dict) for i in state.pop("record_ids")]
     state.update(messages=messages, turns=records, dropped=dropped)
     return state
 
@@ -255,11 +319,19 @@ def check_fork(state: dict, at_turn: int) -> None:
 
 def restore(stored: StoredSession, session_class: type[ChatSession], session_kwargs: dict) -> ChatSession:
     """``session_class.from_snapshot`` with a store error (naming the session) if the snapshot does not fit."""
+    name = f"session {stored.info.user_id}/{stored.info.session_id}"
+    version = stored.state.get("version")
+    if version != 1:
+        raise SessionStoreError(f"{name} is stored in snapshot format {version!r}, and this code reads format 1; "
+                                "it was not loaded - if a newer helpers package saved it, upgrade this one "
+                                "(pip install -U ...); otherwise the row was changed by hand: restore a backup")
     try:
         return session_class.from_snapshot(stored.state, **session_kwargs)
-    except (ValueError, KeyError, TypeError) as err:
-        raise SessionStoreError(f"session {stored.info.user_id}/{stored.info.session_id} could not be restored as a "
-                                f"{session_class.__name__} ({err}); open it with the class that saved it") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        detail = f"{type(err).__name__}: {err}" if isinstance(err, KeyError) else str(err)
+        raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); its stored "
+                                "data is damaged, or its memory state needs the memory= (or session class) it was "
+                                "created with - restore a backup, or delete the session") from None
 
 
 # ---------------------------------------------------------------- shared behaviour
@@ -381,20 +453,16 @@ class SQLiteSessionStore(SessionStoreBase):
     # -- opening: inspect first, change nothing unless the file is ours
     def _open(self) -> None:
         path = Path(self.path)
-        if path.is_dir():
-            raise SessionStoreError(f"{self.path} is a folder; pass a database file path such as "
-                                    f"{path / 'sessions.db'}")
-        if path.exists() and path.stat().st_size > 0:
-            with open(path, "rb") as handle:
-                head = handle.read(16)
-            if head != b"SQLite format 3\x00":
-                raise SessionStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
-                                        "it was left untouched - pass another path, or move that file away")
-        elif not path.parent.is_dir():
-            raise SessionStoreError(f"the folder {path.parent} does not exist; create it or pass another path")
+        try:
+            self._check_path(path)
+        except OSError as err:
+            raise SessionStoreError(f"{self.path} cannot be read ({err.strerror or err}); check the permissions of "
+                                    "the file and its folder, or pass another path") from None
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as err:
+            if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
+                raise SessionStoreError(self._not_writable(err)) from None
             raise SessionStoreError(f"could not open {self.path}: {err}; check the path and its permissions") from None
         try:
             self._check_schema(conn)
@@ -409,12 +477,44 @@ class SQLiteSessionStore(SessionStoreBase):
         except sqlite3.DatabaseError as err:
             conn.close()
             self._conn = None
-            raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); it is probably "
-                                    "corrupt and was left untouched - restore a backup or pass another path") from None
+            code = getattr(err, "sqlite_errorname", "")
+            if code.startswith(_NOT_WRITABLE):
+                raise SessionStoreError(self._not_writable(err)) from None
+            if code.startswith(_DAMAGED):
+                raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); it is probably "
+                                        "corrupt and was left untouched - restore a backup or pass another path"
+                                        ) from None
+            raise SessionStoreError(f"{self.path} could not be opened as a session database ({err}); it was left "
+                                    "untouched - check the disk and the path, or pass another path") from None
         except BaseException:
             conn.close()
             self._conn = None
             raise
+
+    def _check_path(self, path: Path) -> None:
+        """Refuse, before SQLite sees it, a path that is a folder, under a file, or a file of another kind."""
+        if path.is_dir():
+            raise SessionStoreError(f"{self.path} is a folder; pass a database file path such as "
+                                    f"{path / 'sessions.db'}")
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, "rb") as handle:
+                head = handle.read(16)
+            if head != b"SQLite format 3\x00":
+                raise SessionStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
+                                        "it was left untouched - pass another path, or move that file away")
+            return
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise SessionStoreError(f"cannot use {self.path}: {blocker} is a file, not a folder; pass a path "
+                                    "inside a folder")
+        if not path.parent.is_dir():
+            raise SessionStoreError(f"the folder {path.parent} does not exist; create it or pass another path")
+
+    def _not_writable(self, err: sqlite3.Error) -> str:
+        folder = Path(self.path).parent
+        return (f"{self.path} cannot be written ({err}); this process may not write to the file or to its folder "
+                f"{folder} (SQLite keeps -wal and -shm files next to it) - fix the permissions, or pass a path in "
+                "a writable folder; nothing was changed")
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         tables = {row[0] for row in conn.execute(
@@ -446,9 +546,15 @@ class SQLiteSessionStore(SessionStoreBase):
                                  (version, name, now().isoformat()))
 
     # -- plumbing
+    @property
+    def closed(self) -> bool:
+        """True after close(): nothing can be read or saved any more."""
+        return self._conn is None
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise SessionStoreError(f"the session store on {self.path} is closed; open a new SQLiteSessionStore")
+            raise SessionStoreError(f"the session store on {self.path} is closed, so nothing can be read or saved; "
+                                    "open a new SQLiteSessionStore on that file")
         return self._conn
 
     @contextmanager
@@ -458,6 +564,8 @@ class SQLiteSessionStore(SessionStoreBase):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:
+                if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
+                    raise SessionStoreError(self._not_writable(err)) from None
                 raise SessionStoreError(f"could not start a write on {self.path} within {self.timeout}s ({err}); "
                                         "another process holds the write lock - retry, or raise timeout") from None
             try:
@@ -484,6 +592,8 @@ class SQLiteSessionStore(SessionStoreBase):
                 return self._write_rows(conn.execute, conn.executemany, user_id, session_id, encoded,
                                         expected_revision, lineage, at)
         except sqlite3.DatabaseError as err:
+            if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
+                raise SessionStoreError(f"saving {user_id}/{session_id} failed: " + self._not_writable(err)) from None
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed and was rolled back "
                                     f"({err}); the stored session is as it was - retry") from None
 
@@ -505,7 +615,8 @@ class SQLiteSessionStore(SessionStoreBase):
                     conn.execute("COMMIT")
         if not rows:
             raise self._not_found(user_id, session_id, self.path)
-        return StoredSession(SessionInfo(*rows[0][:-1]), decode_state(rows[0][-1], bodies))
+        name = f"session {user_id}/{session_id} in {self.path}"
+        return StoredSession(SessionInfo(*rows[0][:-1]), decode_state(rows[0][-1], bodies, name))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
