@@ -1,7 +1,9 @@
 """Durable facts (lesson 10): store, schema, one test per write rule, extraction, sync and background paths."""
 import json
 import logging
+import random
 import sqlite3
+import threading
 
 import httpx2
 import openai
@@ -13,12 +15,12 @@ from helpers.memory.extract import (
     parse_extraction,
 )
 from helpers.memory.facts import (
-    DEFAULT_ATTRIBUTES, Candidate, FactMemory, FactResolutionError, check_candidate, format_facts,
-    normalise_text,
+    DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError, check_candidate,
+    format_facts, normalise_text,
 )
 from helpers.memory.facts_store import MIGRATIONS, FactStoreError, SQLiteFactStore
 
-from test_postgres import pg_fact_store  # noqa: E402  (skips when no server: see tests/setup_postgres.sh)
+from test_postgres import pg_dsn, pg_fact_store  # noqa: E402  (skips when no server: see tests/setup_postgres.sh)
 
 # A second backend (PostgreSQL, say) adds a factory here and inherits every test in this file.
 STORES = {"sqlite": lambda tmp_path: SQLiteFactStore(str(tmp_path / "facts.db")), "postgres": pg_fact_store}
@@ -647,3 +649,202 @@ def test_closed_background_writer_refuses_new_candidates(memory):
     queue.close()
     with pytest.raises(FactWriteError, match="closed"):
         queue.submit(said("morning", 1))
+
+
+# --- bad input costs only itself ---------------------------------------------------------------------------
+
+def _wide(n, seed):
+    """n random CJK Extension B letters (4 bytes each in UTF-8, incompressible): ids that fill an index entry."""
+    rng = random.Random(seed)
+    return "".join(chr(rng.randrange(0x20000, 0x2A6D0)) for _ in range(n))
+
+
+BAD = {
+    "version 2**63": said("morning", 2**63),
+    "version too long to print": said("morning", 10**5000),
+    "negative version": said("morning", -1),
+    "bool version": said("morning", True),
+    "float version": said("morning", 1.0),
+    "surrogate in value": said("12 Elm\ud800 St", 1, attribute="shipping_address"),
+    "surrogate in subject": said("morning", 1, subject="us\udce9r"),
+    "surrogate in source_id": said("morning", 1, source="chat:\udfffu1"),
+    "surrogate in user_id": said("morning", 1, user="u\ud83d"),
+    "surrogate in evidence": Candidate("u1", "user", "delivery_window", "morning", "chat:u1", "user", 1, "\ud800"),
+    "NUL in value": said("12 Elm\x00 St", 1, attribute="shipping_address"),
+    "NUL in user_id": said("morning", 1, user="u1\x00"),
+    "NUL in subject": said("morning", 1, subject="user\x00"),
+    "NUL in source_id": said("morning", 1, source="chat:u1\x00"),
+    "NUL in evidence": Candidate("u1", "user", "delivery_window", "morning", "chat:u1", "user", 1, "a\x00b"),
+    "3 KB user_id": said("morning", 1, user=_wide(750, 1)),
+    "3 KB subject": said("morning", 1, subject=_wide(750, 2)),
+    "3 KB source_id": said("morning", 1, source=_wide(750, 3)),
+    "key over the index limit": said(_wide(300, 4), 1, attribute="allergy", user=_wide(200, 5),
+                                     subject=_wide(200, 6)),
+    "1 MB value": said("9 Oak Avenue " * 80_000, 1, attribute="shipping_address"),
+    "list as attribute": said("morning", 1, attribute=["delivery_window"]),
+}
+
+
+def storable(text):
+    return "\x00" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_a_bad_candidate_is_rejected_alone_and_the_batch_commits(memory, name):
+    good = [said("evening", 1, user="u9", source="chat:u9"), said("peanuts", 2, attribute="allergy", user="u9",
+                                                                  source="chat:u9")]
+    decisions = memory.write_many([good[0], BAD[name], good[1]])
+    assert [d.outcome for d in decisions] == ["insert", "rejected", "insert"]
+    assert active_values(memory, "u9") == {("delivery_window", "evening"), ("allergy", "peanuts")}
+    rejected = decisions[1]
+    fields = (rejected.user_id, rejected.subject, rejected.attribute, rejected.value, rejected.source_id,
+              rejected.source_kind, rejected.reason)
+    assert all(storable(text) for text in fields)
+    assert max(len(text) for text in fields[:-1]) <= PREVIEW_CHARS + 60 and len(rejected.reason) <= REASON_CHARS + 60
+    assert rejected.source_version is None or rejected.source_version < 2**63
+    [row] = memory.audit(rejected.user_id)[-1:]
+    assert (row.outcome, row.reason, row.value) == ("rejected", rejected.reason, rejected.value)
+
+
+def test_the_audit_keeps_a_marked_preview_of_a_rejected_input(memory):
+    decision = memory.write(BAD["1 MB value"])
+    assert decision.value.startswith("9 Oak Avenue 9 Oak Avenue")
+    assert decision.value.endswith(f"... [{len('9 Oak Avenue ' * 80_000) - PREVIEW_CHARS} more characters not stored]")
+    assert "the limit is 300" in decision.reason
+    nul = memory.write(BAD["NUL in value"])
+    assert nul.value == "12 Elm\\x00 St" and "NUL character at character 6" in nul.reason
+    surrogate = memory.write(BAD["surrogate in user_id"])
+    assert surrogate.user_id == "u\\ud83d" and "lone surrogate" in surrogate.reason
+    assert [e.value for e in memory.audit("u\\ud83d")] == ["morning"]
+
+
+def test_bad_candidates_get_the_same_decisions_on_every_backend(tmp_path):
+    batch = [item for n, bad in enumerate(BAD.values()) for item in (said("morning", n + 1, user="u9",
+                                                                         source="chat:u9"), bad)]
+    seen = []
+    for backend in sorted(STORES):
+        memory = FactMemory(STORES[backend](tmp_path))
+        decisions = memory.write_many(batch)
+        audit = [memory.audit(user) for user in sorted({d.user_id for d in decisions})]
+        seen.append(([str(d) for d in decisions],
+                     [(e.user_id, e.value, e.outcome, e.reason, e.source_version) for rows in audit for e in rows]))
+        memory.close()
+    assert seen[0] == seen[1]
+    assert [line.split()[0] for line in seen[0][0]].count("rejected") == len(BAD)
+
+
+def test_object_and_mapping_verdicts_agree_on_unstorable_input():
+    for name, bad in BAD.items():
+        fast, fast_problems = check_candidate(bad)
+        slow, slow_problems = check_candidate(dict(vars(bad)))
+        assert fast is None and slow is None and fast_problems == slow_problems, name
+
+
+# --- assistant proposals and the stale check ---------------------------------------------------------------
+
+def test_a_replayed_assistant_proposal_stays_a_noop_after_a_correction(memory):
+    memory.write(Candidate("u", "user", "delivery_window", "morning", "chat:u", "user", 1))
+    proposal = Candidate("u", "user", "delivery_window", "morning", "assistant:u", "assistant", 2)
+    assert memory.write(proposal).outcome == "noop"
+    assert memory.write(Candidate("u", "user", "delivery_window", "evening", "chat:u", "user", 3)).outcome == \
+        "correction"
+    replay = memory.write(proposal)
+    assert replay.outcome == "noop" and replay.reason.startswith("replay")
+    assert memory.ineligible("u") == []
+    assert [e.outcome for e in memory.audit("u")] == ["insert", "noop", "correction", "noop"]
+    assert active_values(memory, "u") == {("delivery_window", "evening")}
+    newer = memory.write(Candidate("u", "user", "delivery_window", "morning", "assistant:u", "assistant", 4))
+    assert newer.outcome == "rejected" and [f.value for f in memory.ineligible("u")] == ["morning"]
+
+
+def test_an_assistant_claim_under_the_users_source_id_does_not_block_the_user(memory):
+    memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1))
+    claim = memory.write(Candidate("c", "user", "delivery_window", "evening", "chat:c", "assistant", 9))
+    assert claim.outcome == "rejected"
+    decision = memory.write(Candidate("c", "user", "delivery_window", "afternoon", "chat:c", "user", 2))
+    assert decision.outcome == "correction"
+    assert active_values(memory, "c") == {("delivery_window", "afternoon")}
+    assert memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1)).outcome == "noop"
+
+
+def test_an_assistant_claim_arriving_first_under_the_users_source_id_does_not_block_the_user(memory):
+    claim = memory.write(Candidate("c", "user", "delivery_window", "evening", "chat:c", "assistant", 9))
+    assert claim.outcome == "rejected"
+    assert memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1)).outcome == "insert"
+    assert active_values(memory, "c") == {("delivery_window", "morning")}
+    assert memory.write(Candidate("c", "user", "delivery_window", "afternoon", "chat:c", "user", 2)).outcome == \
+        "correction"
+    assert active_values(memory, "c") == {("delivery_window", "afternoon")}
+
+
+# --- ids: one key per id, however it is spelled ------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["user_id", "subject", "source_id"])
+def test_nfc_and_nfd_spellings_of_an_id_are_one_key(memory, field):
+    composed, decomposed = "zo\u00eb", "zoe\u0308"
+
+    def stated(value, version, spelling):
+        ids = {"user_id": "u1", "subject": "user", "source_id": "chat:u1", field: spelling}
+        return Candidate(ids["user_id"], ids["subject"], "delivery_window", value, ids["source_id"], "user", version)
+
+    assert memory.write(stated("morning", 1, composed)).outcome == "insert"
+    assert memory.write(stated("mornings", 2, decomposed)).outcome == "noop"
+    assert memory.write(stated("evening", 3, decomposed)).outcome == "correction"
+    user = composed if field == "user_id" else "u1"
+    assert active_values(memory, user) == {("delivery_window", "evening")}
+    if field == "user_id":
+        assert memory.active_facts(decomposed) == memory.active_facts(composed)
+        assert len(memory.audit(decomposed)) == 3
+
+
+def test_padded_ids_are_normalised_the_same_way_on_write_and_read(memory):
+    memory.write(Candidate(" u1\t", " user ", "delivery_window", "morning", " chat:u1 ", "user", 1))
+    assert memory.write(said("evening", 2)).outcome == "correction"
+    for spelling in ("u1", " u1 ", "u1\n"):
+        assert active_values(memory, spelling) == {("delivery_window", "evening")}
+        assert [e.outcome for e in memory.audit(spelling)] == ["insert", "correction"]
+
+
+# --- acknowledged after the commit ----------------------------------------------------------------------------
+
+def second_store(store):
+    """Another store (its own connections) on the same database as ``store``."""
+    if isinstance(store, SQLiteFactStore):
+        return SQLiteFactStore(store.path)
+    from helpers.memory.postgres import PostgresFactStore
+
+    return PostgresFactStore(pg_dsn(), schema=store._conns.schema)
+
+
+def test_submit_with_wait_returns_only_after_the_row_is_readable_elsewhere(memory, monkeypatch):
+    other = FactMemory(second_store(memory.store))
+    gate, result = threading.Event(), {}
+    write_many = memory.write_many
+    monkeypatch.setattr(memory, "write_many", lambda batch: (gate.wait(60), write_many(batch))[1])
+    queue = BackgroundWriter(memory)
+
+    def producer():
+        future = queue.submit(said("morning", 1), wait=True)
+        result.update(done=future.done(), outcome=future.result().outcome, seen=active_values(other))
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    thread.join(0.2)
+    assert thread.is_alive() and result == {}  # the batch is held before its commit, so submit is still waiting
+    gate.set()
+    thread.join()
+    assert result == {"done": True, "outcome": "insert", "seen": {("delivery_window", "morning")}}
+    queue.close()
+    other.close()
+
+
+def test_submit_with_wait_and_a_timeout_says_the_candidate_is_not_durable(memory, monkeypatch):
+    gate = threading.Event()
+    write_many = memory.write_many
+    monkeypatch.setattr(memory, "write_many", lambda batch: (gate.wait(60), write_many(batch))[1])
+    queue = BackgroundWriter(memory)
+    with pytest.raises(FactWriteError, match="not durable yet"):
+        queue.submit(said("morning", 1), wait=True, timeout=0.05)
+    gate.set()
+    queue.close()
+    assert active_values(memory) == {("delivery_window", "morning")}

@@ -4,6 +4,9 @@ Two write paths: explicit corrections are committed synchronously (before the as
 confirms anything); ordinary candidates may go through ``BackgroundWriter``, a queue drained
 by one thread in batches (one transaction per batch). ``flush()`` waits for it; how long a
 queued statement takes to become readable is measured in ``benchmarks/facts_ingest.py``.
+A queued candidate lives only in this process's memory until its batch commits: see
+``BackgroundWriter`` for what a caller must keep, and ``submit(..., wait=True)`` for an
+acknowledgement that comes after the commit.
 
 Two extractors share one output, a list of ``Candidate``:
 
@@ -28,7 +31,7 @@ import logging
 import queue
 import re
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait as futures_wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -201,7 +204,19 @@ def extract_candidates(turn: Mapping[str, Any], *, user_id: str, seq: int, clien
 
 
 class BackgroundWriter:
-    """A queue of candidates drained by one daemon thread, ``batch_size`` per transaction."""
+    """A queue of candidates drained by one daemon thread, ``batch_size`` per transaction.
+
+    ``submit(candidate)`` returning is a *queued* acknowledgement, not a durable one: the
+    candidate is only in this process's memory, and a crash or kill before its batch commits
+    loses it without a trace. So the caller must keep its own copy until the candidate is
+    committed - for example, acknowledge the upstream message-queue delivery only from the
+    future's done-callback, so the queue redelivers after a crash (replays are noops, so
+    redelivery is safe). The returned future resolves after the commit: to the Decision, or
+    to the exception that rolled the batch back (resubmit then). ``submit(..., wait=True)``
+    returns only after that commit, for callers that want the simpler guarantee and can
+    afford to wait for the batch. A commit survives a killed process (SQLite with
+    ``synchronous = NORMAL`` can still lose the last commits to a power cut).
+    """
 
     def __init__(self, memory: FactMemory, *, batch_size: int = 256):
         self.memory, self.batch_size = memory, max(1, batch_size)
@@ -212,8 +227,9 @@ class BackgroundWriter:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, candidate: Candidate | Mapping[str, Any]) -> "Future[Decision]":
-        """Queue a candidate; the future resolves to its Decision once the batch is committed."""
+    def submit(self, candidate: Candidate | Mapping[str, Any], *, wait: bool = False,
+               timeout: float | None = None) -> "Future[Decision]":
+        """Queue a candidate: returns when queued (not durable); ``wait=True`` returns after its commit."""
         future: Future = Future()
         with self._cond:
             if self._closed:
@@ -223,6 +239,9 @@ class BackgroundWriter:
                 self._thread = threading.Thread(target=self._run, name="fact-writer", daemon=True)
                 self._thread.start()
         self._queue.put((candidate, future))
+        if wait and not futures_wait([future], timeout).done:
+            raise FactWriteError(f"the candidate was queued but not committed within {timeout}s, so it is "
+                                 "not durable yet; keep it, and wait on the returned future or call flush()")
         return future
 
     def _run(self) -> None:

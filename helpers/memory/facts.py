@@ -4,12 +4,18 @@
 ``Decision`` (``insert``, ``noop``, ``correction``, ``conflict`` or ``rejected``) together with
 its audit row, in one transaction. The rules, in the order they are checked:
 
-1. A candidate that fails the schema is ``rejected`` for repair: audited, never stored.
+1. A candidate that fails the schema is ``rejected`` for repair: audited, never stored. This
+   includes anything no backend can store (a NUL character, a lone surrogate, a version of
+   2**63 or more, a key too long for an index); one bad candidate never costs the rest of a
+   batch. The audit row keeps a capped, escaped preview of what was rejected.
 2. A source is identified by ``source_id``; its claims carry a ``source_version`` that only grows.
    A version not newer than one already recorded for the key (a queue retry, a replay, a late
-   arrival) is a ``noop``: arrival order alone never decides, and support never grows.
+   arrival) is a ``noop``: arrival order alone never decides, and support never grows. For a
+   user or tool claim only that source's own user/tool provenance counts, so an assistant claim
+   filed under the same ``source_id`` never makes the user's statements look stale.
 3. An ``assistant`` proposal is not evidence: it is stored as ``ineligible`` (outcome
-   ``rejected``) until a user statement or tool result states the same value.
+   ``rejected``) until a user statement or tool result states the same value. When it repeats a
+   live value it is a ``noop``, but its version is recorded, so replaying it later is a ``noop`` too.
 4. The same value (after ``AttributeSpec.normalise``) from the same source is a ``noop``.
    From an independent source it attaches provenance: outcome ``insert``, support + 1.
 5. A new value from a source that alone backed the old one is a ``correction``: the old value
@@ -18,7 +24,9 @@ its audit row, in one transaction. The rules, in the order they are checked:
    every rival value is held for review, out of ``active_facts``, until ``resolve(...)``.
 
 Single-valued attributes are keyed by (user, subject, attribute); multi-valued ones add the
-normalised value, so their values never compete. Everything is scoped by ``user_id``.
+normalised value, so their values never compete. Everything is scoped by ``user_id``. Ids
+(``user_id``, ``subject``, ``source_id``) are stripped and put in Unicode NFC, on write and on
+read, so two spellings of one id (composed or decomposed accents, padding) are one key.
 """
 from __future__ import annotations
 
@@ -36,6 +44,10 @@ from helpers.memory.facts_store import (
 INSERT, NOOP, CORRECTION, REJECTED = "insert", "noop", "correction", "rejected"
 OUTCOMES = (INSERT, NOOP, CORRECTION, CONFLICT, REJECTED)
 MAX_VALUE_CHARS, MAX_NAME_CHARS, MAX_EVIDENCE_CHARS = 300, 200, 2000
+MAX_VERSION = 2**63 - 1  # the largest SQLite INTEGER and PostgreSQL BIGINT
+MAX_KEY_BYTES = 2000  # a key's UTF-8 size; PostgreSQL refuses btree index entries over 2704 bytes
+PREVIEW_CHARS, REASON_CHARS = 300, 1000  # what an audit row keeps of a rejected input, and of a reason
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL (PostgreSQL text cannot hold it); lone surrogates
 
 
 class FactMemoryError(RuntimeError):
@@ -75,6 +87,27 @@ def normalise_text(value: str) -> str:
     if value.isascii():  # NFKC leaves ASCII alone and casefold() is lower(): one translate does the rest
         return " ".join(value.lower().translate(_ASCII_EDITS).split())
     return _normalise_unicode(value)
+
+
+def normalise_id(value: str) -> str:
+    """An id as the store keys it: stripped and in Unicode NFC (so 'Zoe\u0308' and 'Zo\u00eb' are one id)."""
+    return unicodedata.normalize("NFC", value.strip())
+
+
+def storable_preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text`` as an audit row can store it: cut at ``limit`` with a marker, NUL and surrogates escaped."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... [{len(text) - limit} more characters not stored]"
+    return _UNSTORABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """repr() of a rejected input for a message: short, storable, and never an exception of its own."""
+    try:
+        text = repr(value)
+    except Exception:  # an int too long to print, a broken __repr__ ...
+        text = f"<{type(value).__name__} that cannot be printed>"
+    return storable_preview(text, limit)
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,8 +223,23 @@ class _Checked:
 
 
 _FIELDS = ("user_id", "subject", "attribute", "value", "source_id", "source_kind", "source_version", "evidence")
+_IDS = ("user_id", "subject", "source_id")
 _LIMITS = (("user_id", MAX_NAME_CHARS), ("subject", MAX_NAME_CHARS), ("attribute", MAX_NAME_CHARS),
            ("value", MAX_VALUE_CHARS), ("source_id", MAX_NAME_CHARS))
+
+
+def _unstorable(name: str, text: str) -> str:
+    found = _UNSTORABLE.search(text)
+    what = "a NUL character" if found.group() == "\x00" else "a lone surrogate (not valid UTF-8)"
+    return f"{name} contains {what} at character {found.start()}, which no database can store; remove it"
+
+
+def _key_problem(key: LockKey, multi_valued: bool) -> str | None:
+    size = sum(len(part) if part.isascii() else len(part.encode()) for part in key)
+    if size <= MAX_KEY_BYTES:
+        return None
+    parts = "user_id, subject, attribute" + (" and normalised value" if multi_valued else "")
+    return f"the key ({parts}) is {size} bytes in UTF-8; the limit is {MAX_KEY_BYTES}: shorten the ids"
 
 
 def check_candidate(candidate: Candidate | Mapping[str, Any],
@@ -206,28 +254,34 @@ def check_candidate(candidate: Candidate | Mapping[str, Any],
         problems = []
     elif isinstance(candidate, Mapping):
         raw = candidate
-        problems = [f"unexpected field {name!r}" for name in raw if name not in _FIELDS + ("explicit_correction",)]
+        problems = [f"unexpected field {_shown(name)}" for name in raw
+                    if name not in _FIELDS + ("explicit_correction",)]
     else:
         return None, [f"expected a Candidate or a mapping, got {type(candidate).__name__}"]
     for name, limit in _LIMITS:
         text = raw.get(name)
         if not isinstance(text, str) or not text.strip():
-            problems.append(f"{name} must be a non-empty string (got {text!r})")
+            problems.append(f"{name} must be a non-empty string (got {_shown(text)})")
         elif len(text) > limit:
             problems.append(f"{name} is {len(text)} characters; the limit is {limit}")
+        elif _UNSTORABLE.search(text):
+            problems.append(_unstorable(name, text))
     evidence, kind, version = raw.get("evidence", ""), raw.get("source_kind", "user"), raw.get("source_version", 0)
     if not isinstance(evidence, str) or len(evidence) > MAX_EVIDENCE_CHARS:
         problems.append(f"evidence must be a string of at most {MAX_EVIDENCE_CHARS} characters")
+    elif _UNSTORABLE.search(evidence):
+        problems.append(_unstorable("evidence", evidence))
     if kind not in SOURCE_KINDS:
-        problems.append(f"source_kind must be one of {', '.join(SOURCE_KINDS)} (got {kind!r})")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        problems.append(f"source_version must be a whole number >= 0 (got {version!r})")
+        problems.append(f"source_kind must be one of {', '.join(SOURCE_KINDS)} (got {_shown(kind)})")
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION:
+        problems.append(f"source_version must be a whole number from 0 to 2**63 - 1 (got {_shown(version)})")
     attribute, value = raw.get("attribute"), raw.get("value")
     spec = attributes.get(attribute.strip()) if isinstance(attribute, str) else None
     if spec is None and isinstance(attribute, str) and attribute.strip():
-        problems.append(f"unknown attribute {attribute!r}; known: {', '.join(sorted(attributes))}")
+        problems.append(f"unknown attribute {_shown(attribute)}; known: {', '.join(sorted(attributes))}")
     value_key = ""
-    if spec is not None and isinstance(value, str) and value.strip():
+    if (spec is not None and isinstance(value, str) and value.strip() and len(value) <= MAX_VALUE_CHARS
+            and not _UNSTORABLE.search(value)):
         value_key = spec.normalise(value)
         if not value_key:
             problems.append(f"value {value!r} has no letters or digits")
@@ -235,41 +289,62 @@ def check_candidate(candidate: Candidate | Mapping[str, Any],
             problems.append(f"{value!r} is not a {spec.name} (expected one of {', '.join(sorted(spec.allowed))})")
     if problems:
         return None, problems
-    user_id, subject = raw["user_id"].strip(), raw["subject"].strip()
+    user_id, subject = normalise_id(raw["user_id"]), normalise_id(raw["subject"])
     key = (user_id, subject, spec.name, value_key if spec.multi_valued else "")
-    return _Checked(user_id, subject, spec.name, value.strip(), raw["source_id"].strip(), kind, version, evidence,
-                    value_key, key), []
+    too_long = _key_problem(key, spec.multi_valued)
+    if too_long:
+        return None, [too_long]
+    return _Checked(user_id, subject, spec.name, value.strip(), normalise_id(raw["source_id"]), kind, version,
+                    evidence, value_key, key), []
 
 
 def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Checked | None:
     """The same checks as check_candidate for a well-formed Candidate, without collecting problems."""
-    spec = attributes.get(c.attribute)
+    spec = attributes.get(c.attribute) if type(c.attribute) is str else None
     user_id, subject, value, source_id = c.user_id, c.subject, c.value, c.source_id
     evidence, version, kind = c.evidence, c.source_version, c.source_kind
     if (spec is None or type(user_id) is not str or type(subject) is not str or type(value) is not str
             or type(source_id) is not str or type(evidence) is not str or type(version) is not int
-            or version < 0 or kind not in SOURCE_KINDS or len(evidence) > MAX_EVIDENCE_CHARS
-            or len(value) > MAX_VALUE_CHARS or len(user_id) > MAX_NAME_CHARS or len(subject) > MAX_NAME_CHARS
+            or not 0 <= version <= MAX_VERSION or kind not in SOURCE_KINDS
+            or len(evidence) > MAX_EVIDENCE_CHARS or len(value) > MAX_VALUE_CHARS
+            or len(user_id) > MAX_NAME_CHARS or len(subject) > MAX_NAME_CHARS
             or len(source_id) > MAX_NAME_CHARS or len(c.attribute) > MAX_NAME_CHARS):
         return None
-    user_id, subject, value, source_id = user_id.strip(), subject.strip(), value.strip(), source_id.strip()
+    text = "".join((user_id, subject, value, source_id, evidence))
+    if "\x00" in text or (not text.isascii() and _UNSTORABLE.search(text)):
+        return None
+    user_id, subject, value, source_id = normalise_id(user_id), normalise_id(subject), value.strip(), \
+        normalise_id(source_id)
     value_key = spec.normalise(value) if value else ""
     if not (user_id and subject and source_id and value_key) or (spec.allowed is not None
                                                                  and value_key not in spec.allowed):
         return None
     name = spec.name
-    return _Checked(user_id, subject, name, value, source_id, kind, version, evidence, value_key,
-                    (user_id, subject, name, value_key if spec.multi_valued else ""))
+    key = (user_id, subject, name, value_key if spec.multi_valued else "")
+    if len(user_id) + len(subject) + len(name) + len(key[3]) > MAX_KEY_BYTES // 4 and _key_problem(key, True):
+        return None
+    return _Checked(user_id, subject, name, value, source_id, kind, version, evidence, value_key, key)
 
 
 def _rejected(candidate: Any, problems: list[str]) -> Decision:
+    """The decision for a malformed candidate: what it held, as previews an audit row can always store."""
     raw = vars(candidate) if isinstance(candidate, Candidate) else candidate if isinstance(candidate, Mapping) else {}
-    text = {name: "" if raw.get(name) is None else str(raw.get(name)) for name in _FIELDS}
+    text = {}
+    for name in ("user_id", "subject", "attribute", "value", "source_id", "source_kind"):
+        try:
+            item = raw.get(name)
+        except Exception:  # a mapping that fails to answer is shown as empty
+            item = None
+        if isinstance(item, str):
+            text[name] = storable_preview(normalise_id(item) if name in _IDS else item)
+        else:
+            text[name] = "" if item is None else _shown(item, PREVIEW_CHARS)
     version = raw.get("source_version")
-    version = version if type(version) is int else None
-    return Decision(REJECTED, "malformed candidate, not stored (repair and resubmit): " + "; ".join(problems),
-                    text["user_id"], text["subject"], text["attribute"], text["value"], text["source_id"],
-                    text["source_kind"], version)
+    version = version if type(version) is int and 0 <= version <= MAX_VERSION else None
+    reason = storable_preview("malformed candidate, not stored (repair and resubmit): " + "; ".join(problems),
+                              REASON_CHARS)
+    return Decision(REJECTED, reason, text["user_id"], text["subject"], text["attribute"], text["value"],
+                    text["source_id"], text["source_kind"], version)
 
 
 def _names(facts: Iterable[StoredFact]) -> str:
@@ -344,7 +419,10 @@ class FactMemory:
         problems: dict[int, list[str]] = {}
         for index, item in enumerate(checked):
             if item is None:
-                checked[index], problems[index] = check_candidate(candidates[index], attributes)
+                try:
+                    checked[index], problems[index] = check_candidate(candidates[index], attributes)
+                except Exception as err:  # whatever a candidate holds, it costs only itself
+                    problems[index] = [f"the candidate could not be checked ({type(err).__name__})"]
         keys = list({c.key: None for c in checked if c is not None})
         at = now().isoformat()
         with self.store.transaction(keys) as txn:
@@ -366,10 +444,12 @@ class FactMemory:
             return Decision(INSERT, "new fact", c.user_id, c.subject, c.attribute, c.value, c.source_id,
                             c.source_kind, c.source_version, fact.id, ACTIVE, 1)
         seen, source_id, value_key = None, c.source_id, c.value_key
+        authoritative = c.source_kind in ELIGIBLE_KINDS  # if so, assistant claims under this id do not count
         live, target = [], None
         for r in rows:
             for p in r.provenance:
-                if p.source_id == source_id and (seen is None or p.source_version > seen):
+                if (p.source_id == source_id and (seen is None or p.source_version > seen)
+                        and (not authoritative or p.source_kind in ELIGIBLE_KINDS)):
                     seen = p.source_version
             if r.status == ACTIVE or r.status == CONFLICT:
                 live.append(r)
@@ -427,6 +507,9 @@ class FactMemory:
     def _proposal(self, work: _WorkingSet, c: _Checked, rows: list[StoredFact], target: StoredFact | None,
                   prov: Provenance) -> Decision:
         if target is not None:
+            mine = next((p for p in target.provenance if p.source_id == c.source_id), None)
+            if mine is None or mine.source_kind not in ELIGIBLE_KINDS:  # keep its version: replays stay noops
+                work.put(target, prov)
             return c.decide(NOOP, "the assistant repeated a stored value; a proposal adds no support", target)
         pending = next((r for r in reversed(rows) if r.status == INELIGIBLE and r.value_key == c.value_key), None)
         if pending is None:
@@ -450,6 +533,10 @@ class FactMemory:
             raise FactResolutionError("resolve() needs keep_value='...', one of the values conflicts(user_id) lists")
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise FactResolutionError("resolve() needs reviewer='...' naming who settled the conflict (it is audited)")
+        if _UNSTORABLE.search(reviewer + note):
+            raise FactResolutionError("reviewer and note must not contain NUL characters or lone surrogates "
+                                      "(they are stored in the audit); remove them")
+        user_id, subject = normalise_id(user_id), normalise_id(subject)
         key, at = (user_id, subject, attribute, ""), now().isoformat()
         with self.store.transaction([key]) as txn:
             work = _WorkingSet(txn, [key], at)
@@ -476,23 +563,23 @@ class FactMemory:
 
     def active_facts(self, user_id: str) -> list[StoredFact]:
         """Facts safe to put in a prompt: active only (no conflicts, proposals or history)."""
-        return self.store.read_facts(user_id, (ACTIVE,))
+        return self.store.read_facts(normalise_id(user_id), (ACTIVE,))
 
     def conflicts(self, user_id: str) -> list[StoredFact]:
         """Values held for review because authoritative sources disagree."""
-        return self.store.read_facts(user_id, (CONFLICT,))
+        return self.store.read_facts(normalise_id(user_id), (CONFLICT,))
 
     def ineligible(self, user_id: str) -> list[StoredFact]:
         """Assistant proposals that no user statement or tool result has supported."""
-        return self.store.read_facts(user_id, (INELIGIBLE,))
+        return self.store.read_facts(normalise_id(user_id), (INELIGIBLE,))
 
     def history(self, user_id: str) -> list[StoredFact]:
         """Superseded values, kept so corrections can be explained."""
-        return self.store.read_facts(user_id, (SUPERSEDED,))
+        return self.store.read_facts(normalise_id(user_id), (SUPERSEDED,))
 
     def audit(self, user_id: str) -> list[AuditEntry]:
         """Every decision about this user, oldest first."""
-        return self.store.read_audit(user_id)
+        return self.store.read_audit(normalise_id(user_id))
 
     def close(self) -> None:
         """Close the store."""
