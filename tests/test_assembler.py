@@ -11,7 +11,7 @@ from helpers.client import EndpointError
 from helpers.config import load_settings
 from helpers.history import find_problems, split_turns
 from helpers.memory.assembler import (ContextBudgetError, EmptyMessageError, MemoryAssembler, Shares,
-                                      assemble_context)
+                                      assemble_context, mark_superseded, relevant_first)
 from helpers.memory.recall import RecallIndex, RecallWarning, Recalled, quote_turn
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
 from helpers.offline import make_offline_client
@@ -287,3 +287,39 @@ def test_streamed_turn_uses_the_memory_too():
     session = ChatSession(memory=MemoryAssembler(**offline()), **offline())
     streamed = "".join(session.stream("My name is Priya Raman."))
     assert streamed == "Noted: Priya Raman." and session.memory.profile.get("name").value == "Priya Raman"
+
+
+# ---------------------------------------------------------------- corrections in the context
+
+def corrected_memory():
+    memory = MemoryAssembler(summariser=False, **offline())
+    for turn_id, text in [(0, "My locker number is 4471."), (1, "My advisor is Dr. Varga."),
+                          (2, "My locker number is 4471."), (30, "Actually, my locker number is 5502.")]:
+        memory.remember(turn_id, turn(text))
+    return memory
+
+
+def test_an_old_value_in_the_context_is_always_marked_superseded():
+    memory = corrected_memory()
+    assembly = memory.build(SYSTEM, [(31, turn("hello there"))], "What's my locker number?")
+    text = "\n".join(m["content"] for m in assembly.messages if m["role"] == "system")
+    lines = [line for line in text.splitlines() if "4471" in line]
+    assert lines and all("superseded" in line for line in lines)
+    assert '- locker number: 5502 (turn 30, 2026-11-30; superseded "4471" from turn 2)' in text
+    assert '(superseded at turn 30: locker number is now "5502")' in text
+
+
+def test_mark_superseded_leaves_newer_lines_and_other_values_alone():
+    memory = corrected_memory()
+    pairs = memory.profile.superseded()
+    text = '[turn 2] user: "My locker number is 4471."\n[turn 31] user: "4471 was my old one"\n[turn 1] user: "x"'
+    marked = mark_superseded(text, pairs).splitlines()
+    assert marked[0].endswith('(superseded at turn 30: locker number is now "5502")')
+    assert marked[1:] == text.splitlines()[1:]
+    assert mark_superseded(marked[0], pairs) == marked[0]  # marking twice adds nothing
+
+
+def test_profile_lines_about_the_question_come_first():
+    lines = ["- name: Priya (turn 0, x)", "- dorm room: Wren 3 (turn 4, x)", "- locker number: 5502 (turn 9, x)"]
+    assert relevant_first(lines, "Which locker is mine?")[0].startswith("- locker number")
+    assert relevant_first(lines, "hello") == lines

@@ -6,7 +6,9 @@ from datetime import timedelta
 import pytest
 
 from helpers.config import load_settings
-from helpers.memory.profile import ProfileMemory, ProfileFormatError, ProfileWarning, parse_profile_reply
+from helpers.memory.facts import FactMemory
+from helpers.memory.profile import (ProfileMemory, ProfileFormatError, ProfileWarning, extract_with_rules,
+                                    parse_profile_reply)
 from helpers.offline import make_offline_client
 from helpers.offline_policy import decide, extract_profile_facts
 
@@ -100,14 +102,14 @@ def test_an_older_statement_never_overrides_a_newer_one(profile):
 
 def test_extraction_asks_for_strict_json():
     server = ScriptedServer([facts_reply()])
-    ProfileMemory(**server.kwargs()).update(0, "I'm vegetarian.")
+    ProfileMemory(extractor="model", **server.kwargs()).update(0, "I'm vegetarian.")
     assert server.requests[0]["response_format"] == {"type": "json_object"}
     assert "profile extractor" in server.requests[0]["messages"][0]["content"]
 
 
 def test_assistant_words_are_never_user_facts(caplog):
     server = ScriptedServer([facts_reply(("name", "name", "Lark"))])
-    memory = ProfileMemory(**server.kwargs())
+    memory = ProfileMemory(extractor="model", **server.kwargs())
     with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
         update = memory.update(0, "What is your name?", "My name is Lark.")
     assert len(memory) == 0 and "not in the user's words" in update.rejected[0]
@@ -116,7 +118,7 @@ def test_assistant_words_are_never_user_facts(caplog):
 
 @pytest.mark.parametrize("reply", [
     "not json", '{"facts": "name"}', '{"facts": [], "extra": 1}', '["name"]',
-    '{"facts": [{"key": "name", "value": "Priya"}]}', '{"facts": [{"key": "age", "topic": "a", "value": "20"}]}',
+    '{"facts": [{"key": "name", "value": "Priya"}]}', '{"facts": [{"key": "a/b", "topic": "a", "value": "20"}]}',
     '{"facts": [{"key": "name", "topic": "name", "value": ""}]}'])
 def test_malformed_replies_are_rejected(reply):
     with pytest.raises(ProfileFormatError):
@@ -125,7 +127,7 @@ def test_malformed_replies_are_rejected(reply):
 
 def test_malformed_reply_is_logged_and_never_merged(caplog):
     server = ScriptedServer([{"content": '{"facts": [{"key": "name", "topic": "name", "value": "Priya"}, 42]}'}])
-    memory = ProfileMemory(**server.kwargs())
+    memory = ProfileMemory(extractor="model", **server.kwargs())
     with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
         update = memory.update(0, "My name is Priya.")
     assert len(memory) == 0 and update.added == [] and "rejected" in caplog.text
@@ -133,7 +135,7 @@ def test_malformed_reply_is_logged_and_never_merged(caplog):
 
 
 def test_request_failure_warns_and_merges_nothing():
-    memory = ProfileMemory(**ScriptedServer([503]).kwargs())
+    memory = ProfileMemory(extractor="model", **ScriptedServer([503]).kwargs())
     with pytest.warns(ProfileWarning, match="turn 4"):
         update = memory.update(4, "My name is Priya.")
     assert len(memory) == 0 and update.added == []
@@ -141,7 +143,7 @@ def test_request_failure_warns_and_merges_nothing():
 
 def test_small_talk_is_not_sent():
     server = ScriptedServer([])
-    ProfileMemory(**server.kwargs()).update(0, "thanks!")
+    ProfileMemory(extractor="model", **server.kwargs()).update(0, "thanks!")
     assert server.requests == []
 
 
@@ -173,5 +175,62 @@ def test_discard_brings_back_what_a_turn_replaced(profile):
 def test_state_round_trip(profile):
     profile.update(0, "My name is Priya Raman.")
     restored = ProfileMemory()
+    restored.restore(json.loads(json.dumps(profile.state())))
+    assert restored.lines() == profile.lines()
+
+
+# ---------------------------------------------------------------- one source of truth: the fact store
+
+@pytest.mark.parametrize("said, item", [
+    ("My locker number is 4471.", ("locker number", "4471")),
+    ("By the way, my academic advisor is Dr. Hollis Varga.", ("academic advisor", "Dr. Hollis Varga")),
+    ("Quick note: my dorm room is Wren House 312, by the way.", ("dorm room", "Wren House 312")),
+    ("Actually, my locker number is now 5502.", ("locker number", "5502")),
+    ("My cat is called Biscuit. My piano lessons are on Wednesdays.", ("piano lessons", "on Wednesdays")),
+])
+def test_rules_find_open_ended_attributes(said, item):
+    assert {"key": item[0], "topic": item[0], "value": item[1]} in extract_with_rules(said)
+
+
+def test_rules_skip_questions():
+    assert extract_with_rules("Is my locker number 4471?") == []
+    assert extract_with_rules("What is my locker number?") == []
+
+
+def test_a_correction_supersedes_the_old_value_and_names_it(profile):
+    profile.update(3, "My locker number is 4471.")
+    update = profile.update(40, "Actually, my locker number is 5502.")
+    assert [d.outcome for d in update.decisions] == ["correction"]
+    assert profile.get("locker number").value == "5502" and [f.value for f in profile.history] == ["4471"]
+    assert profile.lines() == ['- locker number: 5502 (turn 40, 2026-11-30; superseded "4471" from turn 3)']
+    (old, current), = profile.superseded()
+    assert (old.value, old.turn_id, current.value, current.turn_id) == ("4471", 3, "5502", 40)
+
+
+def test_restatement_refreshes_staleness(profile, monkeypatch):
+    profile.update(0, "My advisor is Dr. Varga.")
+    monkeypatch.setenv("WORKSHOP_NOW", "2027-06-01T10:00:00-07:00")
+    assert profile.lines()[0].endswith("possibly outdated)")
+    update = profile.update(90, "My advisor is Dr. Varga.")
+    assert [d.outcome for d in update.decisions] == ["noop"]
+    assert profile.lines() == ["- advisor: Dr. Varga (turn 90, 2027-06-01)"]
+
+
+def test_profile_reads_a_shared_fact_store_and_shows_conflicts(tmp_path):
+    facts = FactMemory.open(str(tmp_path / "facts.db"))
+    profile = ProfileMemory(facts=facts, user_id="priya", extractor="rules")
+    profile.update(1, "My dorm room is Wren House 312.")
+    assert [f.value for f in facts.active_facts("priya")] == ["Wren House 312"]  # the same store notebook 10 reads
+    from helpers.memory.facts import Candidate
+    facts.write(Candidate("priya", "user", "dorm room", "Osprey Hall 9", "housing-office", "tool", 1))
+    assert profile.get("dorm room") is None and len(profile.conflicts) == 2
+    assert all("unsettled" in line for line in profile.lines())
+
+
+def test_an_older_turn_never_overrides_and_state_replays(profile):
+    profile.update(7, "My locker number is 5502.")
+    profile.update(2, "My locker number is 4471.")
+    assert profile.get("locker number").value == "5502"
+    restored = ProfileMemory(extractor="rules")
     restored.restore(json.loads(json.dumps(profile.state())))
     assert restored.lines() == profile.lines()

@@ -8,13 +8,19 @@ import pytest
 from helpers.config import load_settings
 from helpers.embeddings import EmbeddingTruncationWarning
 from helpers.history import find_problems
-from helpers.memory.recall import (EMBED_CHARS, RecallIndex, RecallWarning, is_substantive, quote_turn,
-                                   recall_block)
+from helpers.memory.recall import (EMBED_CHARS, RecallIndex, RecallWarning, is_question, is_substantive,
+                                   near_identical, quote_turn, recall_block)
 from helpers.offline import make_offline_client
 
 
 def turn(user, answer="Noted."):
     return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+def tool_turn(question, answer, name="search_campus_info"):
+    call = {"id": "c0", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c0", "content": "{}"}, {"role": "assistant", "content": answer}]
 
 
 TOOL_TURN = [{"role": "user", "content": "When does the robotics club meet?"},
@@ -23,9 +29,10 @@ TOOL_TURN = [{"role": "user", "content": "When does the robotics club meet?"},
                                                                 "arguments": '{"query": "robotics club"}'}}]},
              {"role": "tool", "tool_call_id": "c1", "content": '{"results": [{"id": "club-robotics"}]}'},
              {"role": "assistant", "content": 'Robotics Club meets on Wednesdays at 19:00 "Maker Lab".'}]
-CONVERSATION = [turn("My locker number is 4471."), turn("When is the library open?", "From 07:30 [library-hours]."),
+CONVERSATION = [turn("My locker number is 4471."),
+                tool_turn("When is the library open?", "From 07:30 [library-hours]."),
                 turn("ok thanks", "You're welcome!"), turn("My advisor is Dr. Hollis Varga."), TOOL_TURN,
-                turn("Where can I print a poster?", "In Harrow Library [printing].")]
+                tool_turn("Where can I print a poster?", "In Harrow Library [printing].")]
 
 
 def broken_client():
@@ -121,3 +128,81 @@ def test_state_round_trip(index):
     restored = RecallIndex(client=make_offline_client(), settings=load_settings("offline"))
     restored.restore(index.state())
     assert restored.search("What's my locker number?")[0].turn_id == 0
+
+
+# ---------------------------------------------------------------- time, repeats and questions
+
+def fresh():
+    return RecallIndex(client=make_offline_client(), settings=load_settings("offline"))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Who is my advisor?", True), ("what's my locker number", True), ("Tell me about the library.", True),
+    ("Remind me of my room", True), ("Is the gym open", True), ("My advisor is Dr. Varga.", False),
+    ("I'm vegetarian.", False), ("Whoever wins gets a prize.", False), ("", False)])
+def test_is_question(text, expected):
+    assert is_question(text) is expected
+
+
+def test_questions_are_never_recalled_as_evidence():
+    index = fresh()
+    index.add(0, turn("My advisor is Dr. Hollis Varga."))
+    for turn_id in (1, 2, 3):  # asked three times; the stand-in's answers repeat the value, without a tool
+        index.add(turn_id, turn("Who is my advisor?", 'You told me (turn 0): "My advisor is Dr. Hollis Varga."'))
+    found = index.search("Who is my advisor?")
+    assert [item.turn_id for item in found] == [0] and index.skipped == [1, 2, 3]
+
+
+def test_a_question_inside_a_statement_turn_is_not_embedded():
+    index = fresh()
+    index.add(0, turn("My room is Wren 312. Where is the laundry?"))
+    assert index.texts[0] == ["My room is Wren 312."]
+
+
+def test_newest_wins_a_tie():
+    index = fresh()
+    index.add(0, turn("My bike is a green Brompton."))
+    index.add(1, turn("Dinner was nice."))
+    index.add(2, turn("My bike is a green Brompton!"))  # same words: the same vector, so the same similarity
+    found = index.search("What bike do I have?", k=1)
+    assert found[0].turn_id == 2
+
+
+def test_recency_term_lifts_the_newer_of_two_close_statements():
+    index = fresh()
+    index.add(0, turn("My locker number is 4471."))
+    for turn_id in range(1, 20):
+        index.add(turn_id, turn(f"Campus note number {turn_id} about the library."))
+    index.add(20, turn("My locker number is 5502."))
+    found = index.search("What's my locker number?", k=2)
+    assert [item.turn_id for item in found] == [20, 0]
+    assert found[0].score > found[1].score
+
+
+def test_restatements_are_merged_into_the_newest_with_a_count():
+    index = fresh()
+    for turn_id in (0, 4, 9):
+        index.add(turn_id, turn("My locker number is 4471."))
+    index.add(12, turn("Actually, my locker number is 5502 now."))
+    found = index.search("What's my locker number?", k=2)
+    assert sorted(item.turn_id for item in found) == [9, 12]  # three repeats do not crowd the correction out
+    merged = next(item for item in found if item.turn_id == 9)
+    assert merged.also == (0, 4) and "(said 3 times: turns 0, 4, 9)" in merged.text
+
+
+def test_near_identical():
+    assert near_identical("My locker number is 4471.", "my locker number is 4471")
+    assert near_identical("My locker number is 4471.", "By the way, my locker number is 4471.")
+    assert not near_identical("My locker number is 4471.", "My locker number is 5502.")
+    assert not near_identical("My name is Tam.", "My name is Tamsin Okafor.")
+
+
+def test_long_tool_answers_do_not_crowd_out_a_statement():
+    index = fresh()
+    index.add(0, turn("My advisor is Dr. Hollis Varga."))
+    long_answer = "Advising at Larkspur: every student has an academic advisor. " + "Advisors meet students. " * 60
+    for turn_id in range(1, 6):
+        index.add(turn_id, tool_turn(f"Tell me about advising, part {turn_id}.", long_answer))
+    found = index.search("Who is my academic advisor?", k=3)
+    assert found[0].turn_id == 0
+    assert all(len(item.text) < 700 for item in found)  # answers are quoted short

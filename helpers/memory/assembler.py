@@ -26,11 +26,19 @@ index, a profile -- and is what ``ChatSession(memory=...)`` calls: ``forget`` (t
 left the window), ``build`` (assemble this request), ``remember`` (a turn finished).
 A failing summariser or embedding request degrades to the plain window with a one-line
 warning; raw turns are never lost.
+
+An old value appears in the context only marked as superseded. The profile reads the fact
+store, which knows every correction; ``mark_superseded`` adds to each quoted ``[turn N]`` line
+(recalled turns and summary lines) that still holds a value replaced after turn N a note
+``(superseded at turn M: <attribute> is now "<value>")``, and the profile line of a corrected
+fact names the value it superseded. Profile lines that share a word with the question come
+first, so the fact asked about is the last one a tight budget leaves out.
 """
 from __future__ import annotations
 
+import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from helpers import tokens
@@ -140,6 +148,42 @@ class Assembly:
     def request(self) -> list[dict]:
         """The full first request: messages plus the question."""
         return self.messages + [self.question]
+
+
+_TURN_LINE = re.compile(r"^\[turn (\d+)\]")
+_STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to was what what's when where which "
+                        "who why how you your again tell remind say said".split())
+
+
+def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
+    """Add a superseded note to each ``[turn N]`` line quoting a value that a later turn replaced.
+
+    ``pairs`` are (old, current) facts with ``value``, ``turn_id`` and ``label`` (``ProfileMemory.superseded()``).
+    """
+    if not pairs:
+        return text
+    out = []
+    for line in text.split("\n"):
+        match = _TURN_LINE.match(line)
+        if match:
+            said, lowered = int(match.group(1)), line.lower()
+            for old, current in pairs:
+                if (said < current.turn_id and old.value.lower() in lowered
+                        and f'is now "{current.value.lower()}"' not in lowered):
+                    line += f' (superseded at turn {current.turn_id}: {current.label} is now "{current.value}")'
+        out.append(line)
+    return "\n".join(out)
+
+
+def relevant_first(lines: Sequence[str], question: str) -> list[str]:
+    """Profile lines whose label shares a word with the question first, the rest in their order."""
+    wanted = set(re.findall(r"[a-z0-9']+", question.lower())) - _STOP_WORDS
+
+    def hits(line: str) -> int:
+        label = line[2:].split(":", 1)[0]
+        return len(wanted & set(re.findall(r"[a-z0-9']+", label.lower())))
+
+    return sorted(lines, key=lambda line: -hits(line))  # sorted is stable: ties keep their order
 
 
 def _system(header: str, lines: Sequence[str]) -> dict:
@@ -346,10 +390,15 @@ class MemoryAssembler:
             for warning in seen:  # pass them on (one line each), and keep them in the report
                 warnings.warn(str(warning.message), warning.category, stacklevel=2)
         fixed = tokens.REPLY_PRIMING + tokens.count_tools(tools) + self.reserve
+        pairs = self.profile.superseded() if self.profile is not None else []
+        recalled = [replace(r, text=mark_superseded(r.text, pairs)) for r in recalled]
+        summary = None
+        if self.summariser is not None:
+            summary = replace(self.summary, text=mark_superseded(self.summary.text, pairs))
+        profile_lines = relevant_first(self.profile.lines(), question) if self.profile is not None else []
         assembly = assemble_context(
             system_prompt, window, question, budget=budget, fixed=fixed, count=self.count, shares=self.shares,
-            profile_lines=self.profile.lines() if self.profile is not None else (),
-            summary=self.summary if self.summariser is not None else None, recalled=recalled)
+            profile_lines=profile_lines, summary=summary, recalled=recalled)
         assembly.report.warnings += caught
         if self.pending:
             assembly.report.warnings.append(f"{format_turn_ids([i for i, _ in self.pending])} not summarised yet")

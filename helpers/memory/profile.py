@@ -1,49 +1,69 @@
-"""Profile memory (lesson 09): a small record of what the user said about themselves.
+"""Profile memory (lesson 09): what the user said about themselves, read from the durable fact store.
 
-After each turn, ``ProfileMemory.update`` asks a model for facts *the user* stated --
-``name``, ``goal``, ``preference``, ``constraint`` -- as strict JSON
-(``response_format={"type": "json_object"}``)::
+The profile keeps no facts of its own. After each turn, ``ProfileMemory.update`` finds what
+*the user* stated about themselves and writes each statement to a ``FactMemory``
+(``helpers.memory.facts``, lesson 10) as a ``Candidate`` from source ``chat:<user_id>``
+whose version is the turn id. The fact store decides, and audits, what happens:
 
-    {"facts": [{"key": "constraint", "topic": "diet", "value": "vegetarian"}]}
+- a new attribute is an ``insert``; the same value again is a ``noop`` that refreshes its
+  date (a restatement makes a fact fresh again);
+- a new value from the same source is a ``correction``: the old value is kept as history,
+  marked superseded by the new one;
+- a value another source (a tool, a form, another channel) still backs is a ``conflict``,
+  held for review and shown as unsettled;
+- an older turn never overrides a newer one (its version is lower: a ``noop``).
 
-Offline, the stand-in answers with its documented regular expressions
-(``helpers.offline_policy.extract_profile_facts``). Rules that hold for both:
+Attributes are open-ended: "my locker number is 4471" becomes attribute ``locker number``.
+Two extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}``:
 
-- A reply that is not exactly that shape (bad JSON, unknown keys, wrong types) is
-  rejected as a whole and logged: nothing from it is merged.
-- A value must be the user's own words: it has to appear in the user's message, so
-  nothing the assistant said is ever recorded as a user fact.
-- Each fact keeps the turn id it came from and a timestamp (``helpers.clock.now()``).
-  A newer statement on the same (key, topic) replaces the older one (kept in ``history``).
-- Facts older than ``stale_after`` are shown as "possibly outdated" in the prompt.
+- ``rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
+  in any of the user's sentences that is not a question, plus the stand-in's documented rules
+  for names, diets, schedules, preferences and goals (``extract_profile_facts``);
+- ``model``: a chat request with ``response_format={"type": "json_object"}``; a reply that is
+  not exactly ``{"facts": [{"key", "topic", "value"}]}`` is rejected whole and logged.
 
-(Durable, reconciled facts across sessions are ``helpers.memory.facts``, lesson 10.)
+Either way a value must be the user's own words (it has to appear in the user's message), so
+nothing the assistant said becomes a user fact. ``lines()`` shows each current fact with the
+turn and date it was last stated; facts older than ``stale_after`` are "possibly outdated", and
+a corrected fact names the value it superseded and its turn.
 """
 from __future__ import annotations
 
 import json
 import logging
+import re
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from helpers import clock
-from helpers.memory.recall import is_substantive
+from helpers.memory.facts import AttributeSpec, Candidate, FactMemory
+from helpers.memory.recall import is_question, is_substantive
+from helpers.offline_tasks import extract_profile_facts
 
 log = logging.getLogger(__name__)
 
-PROFILE_KEYS = ("name", "goal", "constraint", "preference")
 PROFILE_HEADER = "User profile (facts the user stated, with the turn and date):"
 DEFAULT_STALE_AFTER = timedelta(days=90)
 EXTRACTOR_PROMPT = (
-    "You are a profile extractor. From the USER SAID section only, list facts the user states about themselves: "
-    "key 'name', 'goal', 'preference' or 'constraint' (diet, times they cannot do, accessibility); topic is a "
-    "one- or two-word label (for example 'diet', 'schedule', 'contact'); value is copied word for word from the "
-    "user's message. Never use the assistant's words. Reply with JSON only, exactly: "
-    '{"facts": [{"key": "...", "topic": "...", "value": "..."}]} (an empty list when there are none).'
+    "You are a profile extractor. From the USER SAID section only, list facts the user states about themselves. "
+    "key is a short label for what the fact is about ('name', 'goal', 'preference', 'constraint', 'locker number', "
+    "'advisor', ...); topic narrows it (use the key again when nothing narrower fits, for example 'diet' under "
+    "'constraint'); value is copied word for word from the user's message. Never use the assistant's words. "
+    'Reply with JSON only, exactly: {"facts": [{"key": "...", "topic": "...", "value": "..."}]} '
+    "(an empty list when there are none)."
 )
 MAX_VALUE_CHARS = 200
+MAX_LABEL_CHARS = 60
+FIRST_KEYS = ("name", "goal", "constraint", "preference")  # shown first, in this order
+# "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
+_MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+(?:now\s+|still\s+)?"
+                           r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
+_NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
+_ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
+_DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
+_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+", re.I)
 
 
 class ProfileFormatError(ValueError):
@@ -56,16 +76,23 @@ class ProfileWarning(UserWarning):
 
 @dataclass
 class ProfileFact:
-    """One thing the user said about themselves, where and when."""
+    """One thing the user said about themselves: the turn and time it was last stated."""
 
     key: str
     topic: str
     value: str
     turn_id: int
     recorded_at: str  # ISO 8601 with offset, from helpers.clock.now()
+    fact_id: int | None = None
+    superseded_by: int | None = None  # fact id of the value that replaced this one
+
+    @property
+    def label(self) -> str:
+        """``key`` or ``key/topic``: the attribute name in the fact store."""
+        return self.key if self.topic in (self.key, "") else f"{self.key}/{self.topic}"
 
     def age(self, now: datetime | None = None) -> timedelta:
-        """How long ago it was recorded."""
+        """How long ago it was last stated."""
         return (now or clock.now()) - datetime.fromisoformat(self.recorded_at)
 
 
@@ -76,6 +103,7 @@ class ProfileUpdate:
     added: list[ProfileFact] = field(default_factory=list)
     replaced: list[ProfileFact] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # reasons, one per rejected reply or item
+    decisions: list = field(default_factory=list)  # the fact store's Decision for each statement written
 
 
 def _normal(text: str) -> str:
@@ -95,23 +123,56 @@ def parse_profile_reply(text: str) -> list[dict]:
             raise ProfileFormatError(f"fact {i} must have exactly key, topic and value; got {item!r}")
         if not all(isinstance(item[k], str) and item[k].strip() for k in ("key", "topic", "value")):
             raise ProfileFormatError(f"fact {i} has an empty or non-text field: {item!r}")
-        if item["key"] not in PROFILE_KEYS:
-            raise ProfileFormatError(f"fact {i} has unknown key {item['key']!r}; allowed: {', '.join(PROFILE_KEYS)}")
+        if len(item["key"]) > MAX_LABEL_CHARS or len(item["topic"]) > MAX_LABEL_CHARS or "/" in item["key"]:
+            raise ProfileFormatError(f"fact {i}: key and topic must be short labels without '/' "
+                                     f"(at most {MAX_LABEL_CHARS} characters); got {item!r}")
         if len(item["value"]) > MAX_VALUE_CHARS:
             raise ProfileFormatError(f"fact {i} value is longer than {MAX_VALUE_CHARS} characters")
     return data["facts"]
 
 
-class ProfileMemory:
-    """Facts about the user keyed by (key, topic), each with its turn id and timestamp."""
+def extract_with_rules(user_text: str) -> list[dict]:
+    """Profile items from the user's words by rule: the stand-in's rules plus "my <attribute> is <value>"."""
+    items = [item for item in extract_profile_facts(f"USER SAID:\n{user_text}")["facts"]]
+    seen = {(item["key"], item["topic"]) for item in items}
+    kept = _ABBREVIATION.sub(lambda m: m.group(1) + _DOT, user_text)  # "Dr. Varga" is not a sentence end
+    for sentence in re.split(r"(?<=[.!?])\s+", kept):
+        if is_question(sentence):
+            continue
+        for match in _MY_ATTRIBUTE.finditer(sentence):
+            attribute = " ".join(match.group(1).lower().split())
+            value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"").replace(_DOT, ".")
+            if attribute in _NOT_ATTRIBUTES or not value or (attribute, attribute) in seen:
+                continue
+            seen.add((attribute, attribute))
+            items.append({"key": attribute, "topic": attribute, "value": value})
+    return items
 
-    def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
+
+def _split_label(label: str) -> tuple[str, str]:
+    key, _, topic = label.partition("/")
+    return key, topic or key
+
+
+class ProfileMemory:
+    """The user's current facts, read from a ``FactMemory`` that reconciles every statement.
+
+    ``facts`` is the durable store to share (lesson 10); by default a private in-memory one.
+    ``extractor`` is ``"rules"``, ``"model"`` or ``"auto"`` (rules for the offline stand-in).
+    """
+
+    def __init__(self, *, facts: FactMemory | None = None, user_id: str = "user", client: Any = None,
+                 settings: Any = None, model: str | None = None, extractor: str = "auto",
                  stale_after: timedelta = DEFAULT_STALE_AFTER, max_reply_chars: int = 600):
+        if extractor not in ("auto", "rules", "model"):
+            raise ValueError(f"extractor must be 'auto', 'rules' or 'model' (got {extractor!r})")
         self.client, self.settings, self.model = client, settings, model
+        self.user_id, self.extractor = user_id, extractor
         self.stale_after = stale_after
         self.max_reply_chars = max_reply_chars
-        self.facts: dict[tuple[str, str], ProfileFact] = {}
-        self.history: list[ProfileFact] = []  # facts a newer statement replaced
+        self._private = facts is None
+        self.store = facts if facts is not None else FactMemory.open(":memory:")
+        self.statements: list[dict] = []  # what update() wrote, replayed by restore()
         self.rejected: list[str] = []
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
@@ -119,26 +180,76 @@ class ProfileMemory:
         self.client = self.client if self.client is not None else client
         self.settings = self.settings if self.settings is not None else settings
 
+    # -- reading (everything comes from the fact store)
+    def _fact(self, row: Any) -> ProfileFact:
+        support = [p for p in row.provenance if p.withdrawn_at is None and p.source_kind != "assistant"]
+        newest = max(support or row.provenance, key=lambda p: (p.source_version, p.recorded_at))
+        key, topic = _split_label(row.attribute)
+        stamps = [p.recorded_at for p in (support or row.provenance)]
+        spec = self.store.attributes.get(row.attribute)
+        stamps += [s["at"] for s in self.statements if s.get("at") and s["label"] == row.attribute
+                   and spec is not None and spec.normalise(s["value"]) == row.value_key]  # restatements
+        stamp = max(stamps)
+        return ProfileFact(key, topic, row.value, newest.source_version, stamp, row.id, row.superseded_by)
+
+    @property
+    def facts(self) -> dict[tuple[str, str], ProfileFact]:
+        """Current facts by (key, topic)."""
+        return {(f.key, f.topic): f for f in map(self._fact, self.store.active_facts(self.user_id))}
+
+    @property
+    def history(self) -> list[ProfileFact]:
+        """Values a newer statement replaced (superseded in the fact store), oldest first."""
+        return sorted(map(self._fact, self.store.history(self.user_id)), key=lambda f: f.turn_id)
+
+    @property
+    def conflicts(self) -> list[ProfileFact]:
+        """Values held for review because sources disagree."""
+        return list(map(self._fact, self.store.conflicts(self.user_id)))
+
     def __len__(self) -> int:
-        return len(self.facts)
+        return len(self.store.active_facts(self.user_id))
 
     def get(self, key: str, topic: str | None = None) -> ProfileFact | None:
         """The current fact for ``key`` (and ``topic``; the key itself when omitted), or None."""
         return self.facts.get((key, topic or key))
 
+    def superseded(self) -> list[tuple[ProfileFact, ProfileFact]]:
+        """(old, current) pairs: each replaced value with the value that now stands in its place."""
+        by_id = {f.fact_id: f for f in self.facts.values()}
+        old = self.history
+        by_id.update({f.fact_id: f for f in old})
+        pairs = []
+        for fact in old:
+            current, hops = by_id.get(fact.superseded_by), 0
+            while current is not None and current.superseded_by is not None and hops < 50:
+                current, hops = by_id.get(current.superseded_by), hops + 1
+            if current is not None and current.superseded_by is None:
+                pairs.append((fact, current))
+        return pairs
+
     # -- extracting
     def prompt(self, turn_id: int, user_text: str, assistant_text: str = "") -> list[dict]:
-        """The extraction request for one turn."""
+        """The extraction request for one turn (the ``model`` extractor)."""
         body = f"USER SAID (turn {turn_id}):\n{user_text}"
         if assistant_text:
             clipped = " ".join(assistant_text.split())[: self.max_reply_chars]
             body += f"\n\nASSISTANT REPLIED (context only, never a source of facts):\n{clipped}"
         return [{"role": "system", "content": EXTRACTOR_PROMPT}, {"role": "user", "content": body}]
 
+    def _uses_rules(self) -> bool:
+        if self.extractor != "auto":
+            return self.extractor == "rules"
+        from helpers.client import get_settings
+
+        return getattr(self.settings or get_settings(), "backend", "") == "offline"
+
     def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
-        """Extract the user's facts from one turn and merge them (see the module docstring)."""
+        """Extract the user's facts from one turn and write them to the fact store (see the module docstring)."""
         if not is_substantive(user_text):
             return ProfileUpdate()
+        if self._uses_rules():
+            return self.merge(turn_id, extract_with_rules(user_text), user_text)
         from helpers.client import chat, get_settings
 
         model = self.model or (self.settings or get_settings()).chat_model
@@ -159,11 +270,10 @@ class ProfileMemory:
             return ProfileUpdate(rejected=[reason])
         return self.merge(turn_id, items, user_text)
 
-    def merge(self, turn_id: int, items: Sequence[dict], user_text: str, at: datetime | None = None) -> ProfileUpdate:
-        """Add validated items from turn ``turn_id``; values not in ``user_text`` are rejected and logged."""
+    def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
+        """Write validated items from turn ``turn_id``; values not in ``user_text`` are rejected and logged."""
         update = ProfileUpdate()
         said = _normal(user_text)
-        stamp = (at or clock.now()).isoformat()
         for item in items:
             value = " ".join(item["value"].split()).strip(" .")
             if _normal(value) not in said:
@@ -172,41 +282,64 @@ class ProfileMemory:
                 self.rejected.append(reason)
                 update.rejected.append(reason)
                 continue
-            topic = "name" if item["key"] == "name" else " ".join(item["topic"].lower().split())
-            fact = ProfileFact(item["key"], topic, value, turn_id, stamp)
-            old = self.facts.get((fact.key, fact.topic))
-            if old is not None and (old.turn_id > turn_id or old.value == value):
-                continue  # an older statement never overrides a newer one; a repeat changes nothing
-            if old is not None:
-                self.history.append(old)
-                update.replaced.append(old)
-            self.facts[(fact.key, fact.topic)] = fact
-            update.added.append(fact)
+            key = " ".join(item["key"].lower().split())
+            topic = key if key == "name" else " ".join(item["topic"].lower().split())
+            statement = {"turn_id": turn_id, "key": key, "topic": topic, "value": value,
+                         "evidence": " ".join(user_text.split())[:500], "at": clock.now().isoformat()}
+            decision = self._write(statement)
+            update.decisions.append(decision)
+            if decision.outcome in ("insert", "correction", "conflict"):
+                self.statements.append(statement)
+                fact = self.get(key, topic) or next((f for f in self.conflicts if f.fact_id == decision.fact_id),
+                                                    None)
+                if fact is not None:
+                    update.added.append(fact)
+                gone = set(decision.superseded)
+                update.replaced += [f for f in self.history if f.fact_id in gone]
+            elif decision.outcome == "noop" and "same value" in decision.reason:
+                self.statements.append(statement)  # a restatement: its date counts after a restore too
         return update
 
+    def _write(self, statement: dict) -> Any:
+        label = statement["key"] if statement["topic"] in (statement["key"], "") else \
+            f"{statement['key']}/{statement['topic']}"
+        statement["label"] = label
+        if label not in self.store.attributes:  # open-ended: any label the user's words name is an attribute
+            self.store.attributes[label] = AttributeSpec(label, description="stated by the user")
+        return self.store.write(Candidate(self.user_id, "user", label, statement["value"], f"chat:{self.user_id}",
+                                          "user", int(statement["turn_id"]), statement["evidence"]))
+
     def discard(self, turn_id: int) -> None:
-        """Forget facts from ``turn_id`` (after an undo), bringing back what they had replaced."""
-        for slot, fact in list(self.facts.items()):
-            if fact.turn_id == turn_id:
-                del self.facts[slot]
-                earlier = [h for h in self.history if (h.key, h.topic) == slot]
-                if earlier:
-                    self.history.remove(earlier[-1])
-                    self.facts[slot] = earlier[-1]
+        """Forget statements from ``turn_id`` (after an undo), bringing back what they had replaced.
+
+        Only a private store is rebuilt; a shared durable store keeps its audited history.
+        """
+        kept = [s for s in self.statements if s["turn_id"] != turn_id]
+        if self._private and len(kept) != len(self.statements):
+            self.restore({"user_id": self.user_id, "statements": kept})
+        self.statements = kept
 
     # -- showing
     def is_stale(self, fact: ProfileFact, now: datetime | None = None) -> bool:
-        """True when the fact is older than ``stale_after``."""
+        """True when the fact was last stated longer than ``stale_after`` ago."""
         return fact.age(now) > self.stale_after
 
     def lines(self, now: datetime | None = None) -> list[str]:
-        """One ``- key/topic: value (turn N, date)`` line per fact, most important keys first."""
-        order = {k: i for i, k in enumerate(PROFILE_KEYS)}
+        """One ``- label: value (turn N, date)`` line per current fact; corrections name what they replaced."""
+        order = {k: i for i, k in enumerate(FIRST_KEYS)}
+        replaced: dict[int | None, list[ProfileFact]] = {}
+        for old, current in self.superseded():
+            replaced.setdefault(current.fact_id, []).append(old)
         out = []
-        for fact in sorted(self.facts.values(), key=lambda f: (order[f.key], f.turn_id)):
-            label = fact.key if fact.topic in (fact.key, "") else f"{fact.key}/{fact.topic}"
-            note = "; possibly outdated" if self.is_stale(fact, now) else ""
-            out.append(f"- {label}: {fact.value} (turn {fact.turn_id}, {fact.recorded_at[:10]}{note})")
+        for fact in sorted(self.facts.values(), key=lambda f: (order.get(f.key, len(order)), f.turn_id)):
+            notes = [f"turn {fact.turn_id}", fact.recorded_at[:10]]
+            notes += ["possibly outdated"] if self.is_stale(fact, now) else []
+            olds = replaced.get(fact.fact_id, [])
+            notes += [f'superseded "{o.value}" from turn {o.turn_id}' for o in olds[-2:]]
+            out.append(f"- {fact.label}: {fact.value} ({', '.join(notes[:2])}{''.join('; ' + n for n in notes[2:])})")
+        for fact in self.conflicts:
+            out.append(f"- {fact.label}: unsettled, \"{fact.value}\" is disputed by another source (turn "
+                       f"{fact.turn_id}); ask the user")
         return out
 
     def block(self, now: datetime | None = None) -> dict | None:
@@ -216,11 +349,23 @@ class ProfileMemory:
 
     # -- saving
     def state(self) -> dict:
-        """JSON-ready state."""
-        return {"facts": [asdict(f) for f in self.facts.values()], "history": [asdict(f) for f in self.history]}
+        """JSON-ready state: the statements written, replayed into the store by ``restore``."""
+        return {"user_id": self.user_id, "statements": [dict(s) for s in self.statements]}
 
     def restore(self, state: dict | None) -> None:
-        """Counterpart of ``state``."""
+        """Counterpart of ``state``: replays the statements (a shared store treats them as replays: no-ops)."""
         state = state or {}
-        self.facts = {(f["key"], f["topic"]): ProfileFact(**f) for f in state.get("facts", [])}
-        self.history = [ProfileFact(**f) for f in state.get("history", [])]
+        statements = list(state.get("statements", []))
+        if not statements and state.get("facts"):  # an older snapshot: facts and history, not statements
+            rows = list(state.get("history", [])) + list(state["facts"])
+            statements = [{"turn_id": f["turn_id"], "key": f["key"], "topic": f["topic"], "value": f["value"],
+                           "evidence": f["value"]} for f in sorted(rows, key=lambda f: f["turn_id"])]
+        if self._private:
+            self.store.close()
+            attributes = self.store.attributes
+            self.store = FactMemory.open(":memory:")
+            self.store.attributes.update(attributes)
+        self.statements = []
+        for statement in statements:
+            self._write(statement)
+            self.statements.append(dict(statement))

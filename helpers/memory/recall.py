@@ -1,7 +1,13 @@
 """Recall of older turns by meaning (lesson 09): embed past turns, bring back the relevant ones.
 
 Every finished turn is offered to ``RecallIndex.add``. Small talk ("ok", "thanks",
-"got it") is filtered out before anything is embedded. The rest is embedded with the
+"got it") is filtered out before anything is embedded, and so are questions: a question is
+not a statement, so "Who is my advisor?" asked three times is never recalled as evidence
+(``is_question``: a sentence that ends with "?" or starts with an interrogative word such as
+"what", "who", "where", "when", "which", "how", "why", "do", "can", "is", or with "tell me" /
+"remind me"). Evidence is what the user stated, plus the final answer of a turn that used a
+tool (what the tools returned); an assistant's own words without a tool -- "Noted", or an
+answer that repeats a remembered value -- are not evidence and are not embedded. The rest is embedded with the
 same path as retrieval in notebook 02 -- ``helpers.embeddings.embed_texts`` through the
 client (NVIDIA NIM online; the offline stand-in's ``/v1/embeddings``, which runs the
 local MiniLM model) -- lazily, in one batch, the first time a search needs it. Each of
@@ -9,7 +15,14 @@ the user's sentences is embedded on its own (and the final answer as one more pi
 a turn scores as its best piece, so one fact in a long message is still found.
 
 ``search(question, exclude=window_ids)`` returns the top-k past turns *not* in the
-window, scoring at least ``min_score``. A recalled turn is shown as quoted text with its
+window, scoring at least ``min_score``. Ranking knows time:
+
+- score = cosine similarity of the best piece + ``RECENCY_WEIGHT`` x recency, where recency
+  runs from 0 (the oldest indexed turn) to 1 (the newest); a tool answer's piece scores
+  ``ANSWER_PENALTY`` lower than a user statement, so long replies do not crowd statements out;
+- ties go to the newest turn;
+- identical or near-identical statements are merged (``near_identical``): the newest
+  occurrence is kept and the quote says how many times, and in which turns, it was said. A recalled turn is shown as quoted text with its
 turn id (``[turn 7] user: "..."``) inside a context block; it is never re-inserted as raw
 messages, so a recalled tool call can never arrive without its result.
 
@@ -30,6 +43,13 @@ DEFAULT_K = 3
 DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
 ACKNOWLEDGEMENTS = frozenset("""ok okay k kk thanks thank you thx ty cool great nice sure yes yep yeah no nope
 fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol sounds good will do noted""".split())
+RECENCY_WEIGHT = 0.05  # at most this much is added to the newest turn's similarity
+ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user statement
+ANSWER_CHARS = 240  # a recalled tool answer is quoted up to this many characters
+NEAR_IDENTICAL = 0.9  # share of the shorter statement's words the longer one must contain
+_INTERROGATIVES = re.compile(r"^\W*(?:what|what's|whats|who|who's|whom|whose|where|where's|when|which|why|how|"
+                             r"do|does|did|can|could|would|will|should|shall|may|is|are|am|was|were|have|has|"
+                             r"tell me|remind me|any idea)\b", re.I)
 EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, before embedding, not by the model
 MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
 
@@ -42,6 +62,24 @@ def is_substantive(text: Any) -> bool:
     """False for empty text and pure acknowledgements ("ok", "thanks!", "got it, thank you")."""
     words = re.findall(r"[a-z0-9']+", str(text or "").lower())
     return bool(words) and not set(words) <= ACKNOWLEDGEMENTS
+
+
+def is_question(text: Any) -> bool:
+    """True for a question: it ends with "?" or starts with an interrogative ("what", "who", "tell me", ...)."""
+    text = " ".join(str(text or "").split())
+    return text.endswith("?") or _INTERROGATIVES.match(text) is not None
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def near_identical(a: str, b: str, threshold: float = NEAR_IDENTICAL) -> bool:
+    """True when the shorter text's words are (at least ``threshold``) in the longer one, which adds at most 3."""
+    wa, wb = _words(a), _words(b)
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / min(len(wa), len(wb)) >= threshold and abs(len(wa) - len(wb)) <= 3
 
 
 def _content(message: dict) -> str:
@@ -63,15 +101,16 @@ def turn_parts(messages: Sequence[dict]) -> tuple[str, str, list[str]]:
     return user, answers[-1] if answers else "", tools
 
 
-def quote_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 400) -> str:
-    """A turn as quoted lines for a context block: user words, tools used, final answer."""
+def quote_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 400,
+               answer_chars: int = ANSWER_CHARS) -> str:
+    """A turn as quoted lines for a context block: user words, tools used, final answer (clipped shorter)."""
     user, answer, tools = turn_parts(messages)
-    quote = lambda text: '"' + _clip(text, max_chars).replace('"', "'") + '"'  # noqa: E731
-    lines = [f"[turn {turn_id}] user: {quote(user) if user else '(empty message)'}"]
+    quote = lambda text, limit: '"' + _clip(text, limit).replace('"', "'") + '"'  # noqa: E731
+    lines = [f"[turn {turn_id}] user: {quote(user, max_chars) if user else '(empty message)'}"]
     if tools:
         lines.append(f"[turn {turn_id}] (tools used: {', '.join(dict.fromkeys(tools))})")
     if answer:
-        lines.append(f"[turn {turn_id}] assistant: {quote(answer)}")
+        lines.append(f"[turn {turn_id}] assistant: {quote(answer, min(max_chars, answer_chars))}")
     return "\n".join(lines)
 
 
@@ -82,6 +121,7 @@ class Recalled:
     turn_id: int
     score: float
     text: str
+    also: tuple[int, ...] = ()  # older turns that said the same thing (merged into this one)
 
 
 class RecallIndex:
@@ -95,9 +135,11 @@ class RecallIndex:
         self.k, self.min_score, self.max_chars = k, min_score, max_chars
         self.quotes: dict[int, str] = {}  # turn id -> quoted text (what a search returns)
         self.texts: dict[int, list[str]] = {}  # turn id -> the pieces that are embedded
+        self.answers: dict[int, int] = {}  # turn id -> how many of its last pieces are a tool answer
         self.skipped: list[int] = []  # turns filtered out as small talk
         self._ids: list[int] = []  # turn id of each row of _matrix
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
         self.embed_requests = 0
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
@@ -116,24 +158,28 @@ class RecallIndex:
 
     def add(self, turn_id: int, messages: Sequence[dict]) -> bool:
         """Remember one finished turn; returns False when it was small talk (not stored)."""
-        user, answer, _ = turn_parts(messages)
-        if not is_substantive(user):
+        user, answer, tools = turn_parts(messages)
+        statements = [x for x in re.split(r"(?<=[.!?])\s+", user) if is_substantive(x) and not is_question(x)]
+        answers = [answer] if answer and tools else []  # without a tool, the assistant's words are not evidence
+        if not is_substantive(user) or not (statements or answers):
             self.skipped.append(turn_id)
             return False
         self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars)
-        sentences = [x for x in re.split(r"(?<=[.!?])\s+", user) if is_substantive(x)] or [user]
-        pieces = sentences[: MAX_PIECES - 1] + ([answer] if answer else [])
+        pieces = statements[: MAX_PIECES - 1] + answers
         self.texts[turn_id] = [_clip(piece, EMBED_CHARS) for piece in pieces]
+        self.answers[turn_id] = len(answers)
         return True
 
     def discard(self, turn_id: int) -> None:
         """Forget a turn (after an undo)."""
         self.quotes.pop(turn_id, None)
         self.texts.pop(turn_id, None)
+        self.answers.pop(turn_id, None)
         rows = [r for r, i in enumerate(self._ids) if i == turn_id]
         if rows:
             self._ids = [i for i in self._ids if i != turn_id]
             self._matrix = np.delete(self._matrix, rows, axis=0)
+            self._is_answer = np.delete(self._is_answer, rows)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
         from helpers.client import get_client, get_settings
@@ -148,9 +194,12 @@ class RecallIndex:
         pending = self.pending
         if pending:
             owners = [i for i in pending for _ in self.texts[i]]
+            kinds = [n >= len(self.texts[i]) - self.answers.get(i, 0) for i in pending
+                     for n in range(len(self.texts[i]))]
             vectors = self._embed([piece for i in pending for piece in self.texts[i]], "passage")
             self._matrix = vectors if not self._ids else np.vstack([self._matrix, vectors])
             self._ids += owners
+            self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
 
     def search(self, question: str, *, exclude: Sequence[int] = (), k: int | None = None) -> list[Recalled]:
         """The ``k`` past turns most similar to ``question``, not in ``exclude``, best first."""
@@ -166,19 +215,46 @@ class RecallIndex:
         except EmbeddingError as exc:
             warnings.warn(f"recall skipped this turn: {str(exc).splitlines()[0]}", RecallWarning, stacklevel=2)
             return []
-        scores = self._matrix @ query
+        similarity = self._matrix @ query - ANSWER_PENALTY * self._is_answer
         best: dict[int, float] = {}
-        for turn_id, score in zip(self._ids, scores.tolist()):
+        for turn_id, score in zip(self._ids, similarity.tolist()):
             if turn_id not in excluded and turn_id in self.quotes and score > best.get(turn_id, -2.0):
                 best[turn_id] = score
-        ranked = sorted(best.items(), key=lambda item: (-round(item[1], 6), item[0]))
-        return [Recalled(turn_id, round(score, 4), self.quotes[turn_id])
-                for turn_id, score in ranked[:k] if score >= self.min_score]
+        if not best:
+            return []
+        ordered = sorted(self.texts)
+        span = max(ordered[-1] - ordered[0], 1)
+        scored = {i: s + RECENCY_WEIGHT * (i - ordered[0]) / span for i, s in best.items() if s >= self.min_score}
+        ranked = sorted(scored.items(), key=lambda item: (-round(item[1], 6), -item[0]))  # ties: newest first
+        return self._merged(ranked, k)
+
+    def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
+        """The top ``k`` after merging near-identical statements into their newest occurrence."""
+        groups: list[list[tuple[int, float]]] = []
+        for turn_id, score in ranked:
+            text = " ".join(self.texts[turn_id])
+            group = next((g for g in groups if near_identical(text, " ".join(self.texts[g[0][0]]))), None)
+            if group is not None:
+                group.append((turn_id, score))
+            elif len(groups) < k:
+                groups.append([(turn_id, score)])
+        out = []
+        for group in groups:
+            ids = sorted(i for i, _ in group)
+            newest, score = ids[-1], max(s for _, s in group)
+            text = self.quotes[newest]
+            if len(ids) > 1:
+                turns = ", ".join(map(str, ids))
+                text = text.replace("\n", f" (said {len(ids)} times: turns {turns})\n", 1) if "\n" in text \
+                    else text + f" (said {len(ids)} times: turns {turns})"
+            out.append(Recalled(newest, round(score, 4), text, tuple(ids[:-1])))
+        return out
 
     def state(self) -> dict:
         """JSON-ready state (texts only: vectors are recomputed after a restore)."""
         return {"quotes": {str(i): q for i, q in self.quotes.items()},
-                "texts": {str(i): t for i, t in self.texts.items()}, "skipped": list(self.skipped)}
+                "texts": {str(i): t for i, t in self.texts.items()}, "skipped": list(self.skipped),
+                "answers": {str(i): n for i, n in self.answers.items() if n}}
 
     def restore(self, state: dict | None) -> None:
         """Counterpart of ``state``."""
@@ -186,7 +262,9 @@ class RecallIndex:
         self.quotes = {int(i): q for i, q in state.get("quotes", {}).items()}
         self.texts = {int(i): list(t) for i, t in state.get("texts", {}).items()}
         self.skipped = [int(i) for i in state.get("skipped", [])]
+        self.answers = {int(i): int(n) for i, n in state.get("answers", {}).items()}
         self._ids, self._matrix = [], np.zeros((0, 0), dtype=np.float32)
+        self._is_answer = np.zeros(0, dtype=bool)
 
 
 def recall_block(items: Sequence[Recalled]) -> dict | None:
