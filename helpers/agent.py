@@ -10,15 +10,23 @@ Contract (the multi-turn session relies on it):
   exactly as it was: never a tool call without its result.
 - If the model is still calling tools after ``max_steps`` requests, the turn ends with
   an honest assistant message saying so (all tool calls answered, so the list stays valid).
+- Only the tools offered in the request run: a call to any other tool (a model's
+  mistake, or an instruction injected through a tool result) gets an error result.
+- A streamed reply that is not a chat completion stream (an HTML page, an error, no
+  chunks, chunks without choices) raises ``ResponseFormatError`` -- never a blank answer.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from helpers.client import chat
+import openai
+
+from helpers.client import ResponseFormatError, chat, explain
 from helpers.compat import normalize_messages
+from helpers.config import ConfigError
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
 
 MAX_STEPS = 6
@@ -49,40 +57,151 @@ def _short(text: str, width: int = 110) -> str:
 
 def _format_call(name: str, arguments: str) -> str:
     try:
-        args = json.loads(arguments or "{}")
+        args = json.loads(arguments[:10_000] if isinstance(arguments, str) else arguments or "{}")
         shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else arguments
-    except ValueError:
+    except (TypeError, ValueError, RecursionError):  # shown as sent; run_tool explains the problem
         shown = arguments
-    return f"{name}({shown})"
+    return f"{name}({str(shown)[:1_000]})"
 
 
-def _streamed_reply(stream):
+def check_max_steps(max_steps) -> int:
+    """``max_steps`` itself, if it is a whole number of at least 1; otherwise a ConfigError saying so."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ConfigError(f"max_steps must be a whole number of at least 1 (got {max_steps!r}); it is how "
+                          f"many model requests one turn may make (default {MAX_STEPS})")
+    return max_steps
+
+
+def _streamed_reply(stream, settings=None):
     """Read a streamed completion: yield text pieces as they arrive, rebuild tool calls by index.
 
-    Returns (assistant message dict, usage or None) as the generator's value.
+    Returns (assistant message dict, usage or None) as the generator's value. Anything that is not a
+    chat completion stream raises ResponseFormatError naming what the server sent.
     """
-    content, calls, usage = [], {}, None
-    for chunk in stream:
-        if getattr(chunk, "usage", None):
-            usage = chunk.usage
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        if delta.content:
-            content.append(delta.content)
-            yield delta.content
-        for fragment in delta.tool_calls or []:
-            call = calls.setdefault(fragment.index, {"id": None, "name": "", "arguments": ""})
-            call["id"] = fragment.id or call["id"]
-            if fragment.function is not None:
-                call["name"] += fragment.function.name or ""
-                call["arguments"] += fragment.function.arguments or ""
+    where = _server(stream)
+    _refuse_unstreamed_body(stream, where)
+    content, calls, usage, chunks, with_choices = [], {}, None, 0, 0
+    for chunk in _chunks(stream, where, settings):
+        chunks += 1
+        try:
+            if isinstance(getattr(getattr(chunk, "usage", None), "prompt_tokens", None), int):
+                usage = chunk.usage
+            if not hasattr(chunk, "choices"):
+                raise TypeError("it has no choices field")
+            if not chunk.choices:  # e.g. the usage chunk that ends a stream
+                continue
+            with_choices += 1
+            delta = chunk.choices[0].delta
+            if delta is None:
+                continue
+            text = delta.content
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"its content is {type(text).__name__}, not text")
+            for fragment in delta.tool_calls or []:
+                index = fragment.index if isinstance(fragment.index, int) else 0  # some servers omit it
+                call = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+                call["id"] = fragment.id or call["id"]
+                if fragment.function is not None:
+                    call["name"] += fragment.function.name or ""
+                    call["arguments"] += fragment.function.arguments or ""
+        except (AttributeError, TypeError, IndexError) as exc:
+            raise ResponseFormatError(f"{where} sent a stream chunk that is not a chat completion chunk "
+                                      f"({exc}): {_excerpt(chunk)}. {_ADVICE}") from None
+        if text:
+            content.append(text)
+            yield text
+    if not chunks:
+        raise ResponseFormatError(f"{where} answered HTTP 200 but its stream ended without a single chunk, "
+                                  f"so there is no reply. {_ADVICE}")
+    if not with_choices:
+        raise ResponseFormatError(f"{where} sent {chunks} stream chunk{'s' if chunks != 1 else ''} but none "
+                                  f"carried a choice, so there is no reply. {_ADVICE}")
     message = {"role": "assistant", "content": "".join(content)}
     if calls:
         message["tool_calls"] = [{"id": c["id"], "type": "function",
                                   "function": {"name": c["name"], "arguments": c["arguments"]}}
                                  for _, c in sorted(calls.items())]
     return normalize_messages([message])[0], usage
+
+
+_ADVICE = ("Check that WORKSHOP_BASE_URL is the server's OpenAI-compatible /v1 address and that the server "
+           "can stream (or call without streaming).")
+
+
+def _server(stream) -> str:
+    """'The server at <url>' for error messages: no user name, password or query string."""
+    try:
+        url = stream.response.request.url
+        port = f":{url.port}" if url.port else ""
+        return f"The server at {url.scheme}://{url.host}{port}{url.path}"
+    except AttributeError:  # not an openai Stream
+        return "The server"
+
+
+def _chunks(stream, where: str, settings):
+    """The stream's chunks; errors reading it become EndpointErrors that say what the server sent."""
+    try:
+        yield from stream
+    except (openai.APITimeoutError, openai.APIConnectionError) as error:
+        raise explain(error, settings) from error
+    except openai.APIError as error:  # a ``data: {"error": ...}`` event
+        raise ResponseFormatError(f"{where} answered HTTP 200, then sent an error inside the stream: "
+                                  f"{_excerpt(error.message)}") from None
+    except (ValueError, RecursionError) as error:  # a data: line that is not JSON
+        raise ResponseFormatError(f"{where} sent a stream event that is not JSON: "
+                                  f"{_excerpt(getattr(error, 'doc', error))}. {_ADVICE}") from None
+
+
+def _refuse_unstreamed_body(stream, where: str) -> None:
+    """A JSON or HTML body is not a stream at all: read (the start of) it and say what it was."""
+    response = getattr(stream, "response", None)
+    content_type = response.headers.get("content-type", "") if response is not None else ""
+    if "json" not in content_type and "html" not in content_type:
+        return
+    body = b""
+    try:
+        for part in response.iter_bytes():
+            body += part
+            if len(body) > 65_536:
+                break
+    finally:
+        stream.close()
+    raise ResponseFormatError(f"{where} answered HTTP 200 with {_describe_body(body, content_type)} where a "
+                              f"streamed chat completion was expected. {_ADVICE}")
+
+
+def _describe_body(body: bytes, content_type: str) -> str:
+    """A few words on what a response body holds: an error, a whole completion, an HTML page, other text."""
+    text = body.decode("utf-8", "replace").strip()
+    if not text:
+        return f"an empty {content_type} body"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and data.get("error"):
+        error = data["error"]
+        return f"an error: {_excerpt(error.get('message', error) if isinstance(error, dict) else error)}"
+    if isinstance(data, dict) and "choices" in data:
+        return "a whole non-streamed completion"
+    if data is not None:
+        return f"JSON that is not a completion: {_excerpt(text)}"
+    title = re.search(r"<title[^>]*>(.*?)</title>", text[:65_536], re.IGNORECASE | re.DOTALL)
+    if "html" in content_type or text[:100].lower().startswith(("<!doctype html", "<html")):
+        return "an HTML page" + (f" titled {_excerpt(title.group(1).strip())}" if title else "")
+    return f"{content_type} text: {_excerpt(text)}"
+
+
+def _excerpt(value, width: int = 120) -> str:
+    """The start of whatever the server sent, quoted, on one line."""
+    try:
+        if hasattr(value, "model_dump"):  # a chunk the openai client built: show it as the JSON it came as
+            value = json.dumps(value.model_dump(mode="json", exclude_none=True, warnings=False))
+        text = value if isinstance(value, str) else repr(value)
+    except Exception:  # a repr that recurses too deeply or fails
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text[: width * 4].split())
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 class _Streamed:
@@ -113,7 +232,9 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
     """The loop itself, as a generator: yields answer text as it arrives (``stream=True``) and
     returns the AgentResult. Closing it early rolls the turn back like any other failure."""
     registry = REGISTRY if registry is None else registry
+    check_max_steps(max_steps)
     schemas = tool_schemas(tools, registry)
+    offered = [schema["function"]["name"] for schema in schemas]  # the only tools this turn may run
     if messages is None:
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     start = len(messages)
@@ -130,7 +251,7 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
             else:
                 chunks = chat(messages, client=client, settings=settings, tools=schemas, stream=True,
                               stream_options={"include_usage": True}, **chat_kwargs)
-                reply, streamed_usage = yield from _streamed_reply(chunks)
+                reply, streamed_usage = yield from _streamed_reply(chunks, settings)
                 response = _Streamed(reply, streamed_usage)
             usage.append(response.usage)
             if on_response is not None and response.usage is not None:
@@ -145,7 +266,7 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
             for call in calls:
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
                 say(f"step {step}  → {_short(_format_call(name, arguments))}")
-                result = run_tool(name, arguments, registry)
+                result = run_tool(name, arguments, registry, offered=offered)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
                 marker = "  ✗ " if result.startswith('{"error"') else "  ← "
                 say(f"       {marker}{_short(result)}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from helpers.agent import MAX_STEPS, AgentResult, agent_turn
+from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps
 from helpers.history import DroppedTurn, TurnIndex, approx_tokens, split_turns
 from helpers.ledger import UsageLedger
 from helpers.tools import tool_schemas
@@ -76,7 +76,7 @@ class ChatSession:
         self.system_prompt = system_prompt
         self.max_turns, self.max_tokens = max_turns, max_tokens
         self.client, self.settings = client, settings
-        self.tools, self.registry, self.max_steps = tools, registry, max_steps
+        self.tools, self.registry, self.max_steps = tools, registry, check_max_steps(max_steps)
         self.verbose = verbose
         self.memory = memory
         if memory is not None:

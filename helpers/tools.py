@@ -1,9 +1,10 @@
 """The agent's tools: plain Python functions, their JSON schemas, and one registry.
 
 Every tool returns a JSON-serialisable dict. ``run_tool`` is how the agent loop calls
-them: it never raises for bad input from the model -- malformed JSON arguments, an
-unknown tool, wrong or missing argument names, a tool that raises -- each becomes
-``{"error": "..."}`` text the model can read and recover from.
+them: it never raises for bad input from the model -- malformed, huge or too deeply
+nested JSON arguments, an unknown tool, a tool this request did not offer, wrong or
+missing argument names, a tool that raises -- each becomes ``{"error": "..."}`` text
+the model can read and recover from.
 """
 from __future__ import annotations
 
@@ -176,24 +177,37 @@ def tool_schemas(names: list[str] | None = None, registry: dict[str, Tool] | Non
     return [registry[n].schema for n in (list(registry) if names is None else names)]
 
 
-def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] | None = None) -> str:
-    """Run one tool call from the model and return its result as JSON text -- never raises."""
-    registry = REGISTRY if registry is None else registry
-    tool = registry.get(name)
-    if tool is None:
-        return _error(f"unknown tool {name!r}; available tools: {', '.join(sorted(registry))}")
-    if isinstance(arguments, dict):
-        args = arguments
-    else:
-        try:
-            args = json.loads(arguments or "{}")
-        except (TypeError, ValueError) as exc:
-            return _error(f"arguments for {name} are not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); "
-                          f"send an object like {_example(tool)}")
-    if not isinstance(args, dict):
-        return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
+MAX_ARGUMENT_CHARS = 100_000  # far above any real tool call; protects the loop from runaway input
+_MAX_ERROR_CHARS = 2_000
+
+
+def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] | None = None,
+             offered: list[str] | None = None) -> str:
+    """Run one tool call from the model and return its result as JSON text -- never raises.
+
+    ``offered`` lists the tools this request showed the model; a call to any other tool, registered or
+    not, is refused with an error result and never run.
+    """
+    try:
+        return _run_tool(name, arguments, REGISTRY if registry is None else registry, offered)
+    except Exception as exc:  # the last line of defence: the contract is "never raises"
+        return _error(f"the call to {_short_repr(name)} could not be run ({type(exc).__name__}); "
+                      "check the tool name and send simple JSON arguments")
+
+
+def _run_tool(name, arguments, registry: dict[str, Tool], offered: list[str] | None) -> str:
+    available = list(registry) if offered is None else [n for n in offered if n in registry]
+    if not isinstance(name, str) or name not in available:
+        listed = ", ".join(sorted(set(available))) or "(none)"
+        if isinstance(name, str) and name in registry:
+            return _error(f"tool {name!r} is not offered in this conversation; available tools: {listed}")
+        return _error(f"unknown tool {_short_repr(name)}; available tools: {listed}")
+    tool = registry[name]
+    args = _parse_arguments(name, arguments, tool)
+    if isinstance(args, str):
+        return args  # an error result
     params = inspect.signature(tool.function).parameters
-    unknown = sorted(set(args) - set(params))
+    unknown = sorted(_short_repr(key) if not isinstance(key, str) else key for key in set(args) - set(params))
     if unknown:
         return _error(f"wrong arguments for {name}: unknown argument(s) {unknown}; expected {_example(tool)}")
     try:
@@ -204,15 +218,51 @@ def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] 
         result = tool.function(**args)
     except ToolInputError as exc:
         return _error(f"{name}: {exc}")
+    except RecursionError:
+        return _error(f"{name} could not use its arguments: they are nested too deeply; send plain values")
     except Exception as exc:  # a tool that raises must not crash the loop
         return _error(f"{name} failed with {type(exc).__name__}: {exc}")
     try:
         return json.dumps(result)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         return _error(f"{name} returned a result that is not JSON ({exc})")
 
 
+def _parse_arguments(name: str, arguments, tool: Tool) -> dict | str:
+    """The arguments as a dict, or an error result (a str) saying what to send instead."""
+    if isinstance(arguments, dict):
+        return arguments
+    if arguments is not None and not isinstance(arguments, (str, bytes, bytearray)):
+        return _error(f"arguments for {name} must be JSON text, not {type(arguments).__name__}; "
+                      f"send an object like {_example(tool)}")
+    if arguments is not None and len(arguments) > MAX_ARGUMENT_CHARS:
+        return _error(f"arguments for {name} are too long ({len(arguments):,} characters, at most "
+                      f"{MAX_ARGUMENT_CHARS:,}); send an object like {_example(tool)}")
+    try:
+        args = json.loads(arguments or "{}")
+    except RecursionError:
+        return _error(f"arguments for {name} are nested too deeply to read; "
+                      f"send an object like {_example(tool)}")
+    except (TypeError, ValueError) as exc:
+        return _error(f"arguments for {name} are not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); "
+                      f"send an object like {_example(tool)}")
+    if not isinstance(args, dict):
+        return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
+    return args
+
+
+def _short_repr(value, width: int = 80) -> str:
+    """repr() cut to ``width`` characters, for values from the model that may be huge or odd."""
+    try:
+        text = repr(value)
+    except Exception:  # a repr that recurses too deeply or raises
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _error(message: str) -> str:
+    if len(message) > _MAX_ERROR_CHARS:
+        message = message[: _MAX_ERROR_CHARS - 1] + "…"
     return json.dumps({"error": message})
 
 

@@ -181,3 +181,71 @@ def test_empty_question_is_refused_without_change():
     with pytest.raises(ValueError, match="empty"):
         session.chat("   ")
     assert session.messages == before
+
+
+def _turns_and_garbage(*garbage):
+    """A client whose first request gets a streamed answer and later ones the given responses."""
+    import httpx2
+
+    from test_agent import SSE, chunk, sse, streaming_client
+
+    good = sse(chunk({"role": "assistant", "content": "hello"}), chunk(finish="stop"),
+               chunk(choices=False, usage={"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21}))
+    return streaming_client(httpx2.Response(200, headers=SSE, content=good), *garbage)
+
+
+@pytest.mark.parametrize("limits", [{}, {"max_turns": 1}, {"max_tokens": 10_000}])
+def test_a_garbage_stream_leaves_the_session_exactly_as_before(limits):
+    import httpx2
+
+    from helpers.client import ResponseFormatError
+    from helpers.config import load_settings
+
+    from test_agent import HTML
+
+    html = httpx2.Response(200, headers=HTML, content=b"<html><title>Login</title></html>")
+    session = ChatSession(client=_turns_and_garbage(html), settings=load_settings("offline"), **limits)
+    assert "".join(session.stream("hi")) == "hello"
+    before = (session.messages, session.turn_ids, list(session.turns), list(session.dropped),
+              list(session.stats.prompt_tokens))
+    with pytest.raises(ResponseFormatError, match="HTML page titled 'Login'"):
+        list(session.stream("and then?"))
+    after = (session.messages, session.turn_ids, list(session.turns), list(session.dropped),
+             list(session.stats.prompt_tokens))
+    assert after == before and find_problems(session.messages) == []
+
+
+def test_a_stream_without_chunks_saves_no_placeholder_turn():
+    import httpx2
+
+    from helpers.client import ResponseFormatError
+    from helpers.config import load_settings
+    from test_agent import SSE
+
+    session = ChatSession(client=_turns_and_garbage(httpx2.Response(200, headers=SSE, content=b"")),
+                          settings=load_settings("offline"))
+    list(session.stream("hi"))
+    with pytest.raises(ResponseFormatError, match="without a single chunk"):
+        list(session.stream("and then?"))
+    assert [t.answer for t in session.turns] == ["hello"] and session.turn_ids == [0]
+
+
+def test_the_session_runs_only_its_own_tools():
+    from helpers.tools import REGISTRY, Tool, _schema
+
+    ran = []
+    registry = dict(REGISTRY, forget_everything=Tool("forget_everything", lambda: ran.append(1) or {},
+                                                     _schema("forget_everything", "x", {}, [])))
+    server = ScriptedServer([{"tool_calls": [tool_call("forget_everything", {}, "a")]}, {"content": "ok"}])
+    session = ChatSession(tools=["days_until_weekday"], registry=registry, **server.kwargs())
+    assert session.chat("q") == "ok"
+    assert not ran and "not offered" in session.messages[-2]["content"]
+    assert find_problems(session.messages) == []
+
+
+@pytest.mark.parametrize("max_steps", [0, -3, 1.5, "6"])
+def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
+    from helpers.config import ConfigError
+
+    with pytest.raises(ConfigError, match="max_steps"):
+        ChatSession(max_steps=max_steps)

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from hypothesis import given, settings as hyp_settings, strategies as st
 
 from helpers import tools
 from helpers.tools import (ToolInputError, days_until_weekday, get_current_time, parse_weekday, run_tool,
@@ -133,3 +134,90 @@ def test_a_result_that_is_not_json_is_an_error_result():
 
 def test_an_empty_tool_list_means_no_tools():
     assert tool_schemas([]) == [] and len(tool_schemas()) == len(tools.REGISTRY)
+
+
+def _nested(depth):
+    value = "Thursday"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _spy_registry():
+    """The real registry plus a tool that records whether it ran."""
+    ran = []
+    spy = tools.Tool("forget_everything", lambda: ran.append(True) or {"done": True},
+                     tools._schema("forget_everything", "x", {}, []))
+    return dict(tools.REGISTRY, forget_everything=spy), ran
+
+
+def test_deeply_nested_json_arguments_are_an_error_result():
+    arguments = '{"weekday": ' + "[" * 1000 + '"Thu"' + "]" * 1000 + "}"
+    assert "nested too deeply" in json.loads(run_tool("days_until_weekday", arguments))["error"]
+
+
+def test_deeply_nested_dict_arguments_are_an_error_result():
+    error = json.loads(run_tool("days_until_weekday", {"weekday": _nested(5000)}))["error"]
+    assert "nested too deeply" in error
+
+
+def test_a_deeply_nested_result_is_an_error_result():
+    registry = {"deep": tools.Tool("deep", lambda: {"x": _nested(5000)}, tools._schema("deep", "x", {}, []))}
+    assert "not JSON" in json.loads(run_tool("deep", "{}", registry))["error"]
+
+
+def test_huge_arguments_are_refused_before_parsing():
+    arguments = json.dumps({"weekday": "Thu", "padding": "x" * (tools.MAX_ARGUMENT_CHARS + 1)})
+    assert "too long" in json.loads(run_tool("days_until_weekday", arguments))["error"]
+
+
+@pytest.mark.parametrize("name, arguments, expected", [
+    (["days_until_weekday"], "{}", "unknown tool"),
+    (None, None, "unknown tool"),
+    ("days_until_weekday", 42, "must be JSON text"),
+    ("days_until_weekday", ["Thu"], "must be JSON text"),
+    ("days_until_weekday", "[1, 2]", "must be a JSON object"),
+    ("days_until_weekday", '"\\ud800"', "must be a JSON object"),
+    ("days_until_weekday", {1: "Thu", "weekday": "Thu"}, "unknown argument"),
+    ("search_campus_info", {"query": "AI club", "k": "three"}, "ValueError"),
+])
+def test_odd_inputs_are_error_results(name, arguments, expected):
+    assert expected in json.loads(run_tool(name, arguments))["error"]
+
+
+def test_error_results_stay_short():
+    error = json.loads(run_tool("x" * 100_000, "{}"))["error"]
+    assert len(error) < 2_000 and error.startswith("unknown tool 'xxx")
+
+
+def test_a_tool_that_was_not_offered_is_refused_and_not_run():
+    registry, ran = _spy_registry()
+    error = json.loads(run_tool("forget_everything", "{}", registry, offered=["days_until_weekday"]))["error"]
+    assert "not offered" in error and "days_until_weekday" in error and not ran
+    assert json.loads(run_tool("forget_everything", "{}", registry)) == {"done": True}  # offered: all of them
+
+
+def test_an_empty_offer_refuses_every_tool():
+    error = json.loads(run_tool("days_until_weekday", '{"weekday": "Thu"}', offered=[]))["error"]
+    assert "not offered" in error and "(none)" in error
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3), max_leaves=20)
+
+
+@hyp_settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(["days_until_weekday", "get_current_time", "nope"]) | st.text()
+       | st.none() | st.integers(),
+       arguments=st.none() | st.text() | st.binary() | st.integers() | _json | _json.map(json.dumps)
+       | st.dictionaries(st.text(max_size=12) | st.integers(), _json, max_size=4),
+       depth=st.sampled_from([0, 0, 0, 2_000]))
+def test_run_tool_never_raises(name, arguments, depth):
+    deep = bool(depth) and isinstance(arguments, str)
+    if deep:
+        arguments = "[" * depth + arguments + "]" * depth
+    result = json.loads(run_tool(name, arguments))
+    assert isinstance(result, dict)
+    if name not in ("days_until_weekday", "get_current_time") or deep:
+        assert "error" in result
