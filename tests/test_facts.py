@@ -848,3 +848,9 @@ def test_submit_with_wait_and_a_timeout_says_the_candidate_is_not_durable(memory
     gate.set()
     queue.close()
     assert active_values(memory) == {("delivery_window", "morning")}
+
+
+@pytest.mark.parametrize("user", ["u1\x00", "u\ud83d"])
+def test_reading_an_id_no_database_can_store_finds_nothing_on_every_backend(memory, user):
+    memory.write(said("morning", 1))
+    assert memory.active_facts(user) == [] and memory.history(user) == [] and memory.audit(user) == []

@@ -561,25 +561,30 @@ class FactMemory:
             txn.save(work.changes)
         return decision
 
+    def _read_facts(self, user_id: str, status: str) -> list[StoredFact]:
+        user_id = normalise_id(user_id)  # the same id as on write; one no database can store has no facts
+        return [] if _UNSTORABLE.search(user_id) else self.store.read_facts(user_id, (status,))
+
     def active_facts(self, user_id: str) -> list[StoredFact]:
         """Facts safe to put in a prompt: active only (no conflicts, proposals or history)."""
-        return self.store.read_facts(normalise_id(user_id), (ACTIVE,))
+        return self._read_facts(user_id, ACTIVE)
 
     def conflicts(self, user_id: str) -> list[StoredFact]:
         """Values held for review because authoritative sources disagree."""
-        return self.store.read_facts(normalise_id(user_id), (CONFLICT,))
+        return self._read_facts(user_id, CONFLICT)
 
     def ineligible(self, user_id: str) -> list[StoredFact]:
         """Assistant proposals that no user statement or tool result has supported."""
-        return self.store.read_facts(normalise_id(user_id), (INELIGIBLE,))
+        return self._read_facts(user_id, INELIGIBLE)
 
     def history(self, user_id: str) -> list[StoredFact]:
         """Superseded values, kept so corrections can be explained."""
-        return self.store.read_facts(normalise_id(user_id), (SUPERSEDED,))
+        return self._read_facts(user_id, SUPERSEDED)
 
     def audit(self, user_id: str) -> list[AuditEntry]:
         """Every decision about this user, oldest first."""
-        return self.store.read_audit(normalise_id(user_id))
+        user_id = normalise_id(user_id)
+        return [] if _UNSTORABLE.search(user_id) else self.store.read_audit(user_id)
 
     def close(self) -> None:
         """Close the store."""
