@@ -7,10 +7,15 @@ errors a workshop attendee meets into one plain sentence each.
 """
 from __future__ import annotations
 
+import json
+import re
+
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from helpers.compat import prepare_request, profile_for
-from helpers.config import Settings, load_settings
+from helpers.config import (KEY_NAME, PLACEHOLDER_KEY, Settings, check_key_destination, load_settings,
+                            safe_url)
 
 
 class EndpointError(RuntimeError):
@@ -26,13 +31,19 @@ _default: tuple[Settings, openai.OpenAI] | None = None
 
 
 def make_client(settings: Settings) -> openai.OpenAI:
-    """A client for these settings (timeouts and retries explicit; the key never printed)."""
+    """A client for these settings (timeouts and retries explicit; the key never printed).
+
+    Raises ConfigError if the settings would send the NVIDIA key anywhere but https to an
+    NVIDIA host, however they were built (``load_settings``, ``with_overrides``, by hand).
+    """
     if settings.backend == "offline":
         from helpers.offline import make_offline_client
 
         return make_offline_client(timeout=settings.timeout)
+    check_key_destination(settings)
+    # Never None: the openai client would then fall back to OPENAI_API_KEY on its own.
     return openai.OpenAI(
-        api_key=settings.api_key, base_url=settings.base_url,
+        api_key=settings.api_key or PLACEHOLDER_KEY, base_url=settings.base_url,
         timeout=settings.timeout, max_retries=settings.max_retries,
     )
 
@@ -79,16 +90,28 @@ def reset_default() -> None:
     _clients.clear()
 
 
+def _key_advice(settings: Settings | None) -> str:
+    """Which key to check after a 401, named after the variable it came from."""
+    if settings is None:
+        return "Check the API key the client was made with."
+    if settings.key_name == KEY_NAME:
+        return (f"Check {KEY_NAME} (from {settings.key_source}): it may be mistyped, expired, or for "
+                "another service.")
+    if settings.key_name:
+        return f"Check {settings.key_name}: it must be this server's own key."
+    return (f"No key was sent, and this server wants one: set WORKSHOP_API_KEY to its key "
+            f"({KEY_NAME} is only ever sent to NVIDIA's https hosts).")
+
+
 def explain(error: Exception, settings: Settings | None = None) -> EndpointError:
     """Turn an openai error into an EndpointError with one plain sentence about what to do."""
-    where = settings.base_url if settings else "the endpoint"
+    where = safe_url(settings.base_url) if settings else "the endpoint"
     if isinstance(error, openai.AuthenticationError):
-        return EndpointError(f"Your key was rejected by {where} (HTTP 401). Check NVIDIA_API_KEY: it may be "
-                             "mistyped, expired, or for another service.")
+        return EndpointError(f"Your key was rejected by {where} (HTTP 401). {_key_advice(settings)}")
     if isinstance(error, openai.PermissionDeniedError):
         return EndpointError(f"Your key is valid but may not use this model at {where} (HTTP 403).")
     if isinstance(error, openai.NotFoundError):
-        return EndpointError(f"{where} does not know this model or path (HTTP 404): {_message(error)}. "
+        return EndpointError(f"{where} does not know this model or path (HTTP 404): {error_text(error)}. "
                              "List the models with check_endpoint() or client.models.list().")
     if isinstance(error, openai.RateLimitError):
         retries = settings.max_retries if settings else "several"
@@ -106,10 +129,93 @@ def explain(error: Exception, settings: Settings | None = None) -> EndpointError
     return EndpointError(str(error))
 
 
-def _message(error: openai.APIStatusError) -> str:
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error", body) if isinstance(body, dict) else {}
-    return (inner.get("message") if isinstance(inner, dict) else None) or str(error)
+def error_text(error: openai.APIStatusError, width: int = 200) -> str:
+    """The server's own words from an error response, on one line (used here and by check_endpoint)."""
+    body = error.body
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if not message and isinstance(body.get("detail"), (str, list)):  # FastAPI-style servers
+            message = body["detail"]
+    return _one_line(str(message or error.message or error), width)
+
+
+def hide_secret(text: str, secret: str | None) -> str:
+    """``text`` with the key replaced by ***, in case a server echoes it back."""
+    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------- HTTP 200 that is not a completion
+
+FORMAT_ADVICE = ("Check that WORKSHOP_BASE_URL is the server's OpenAI-compatible /v1 address (a login page, "
+                  "a proxy or a web page answers with HTML).")
+
+
+def describe_body(body, *, secret: str | None = None) -> str:
+    """A few words on what a response body holds (an error, an HTML page, other JSON), key-free, one line."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        text = body.strip()
+        if not text:
+            return "an empty body"
+        title = re.search(r"<title[^>]*>(.*?)</title>", text[:65_536], re.IGNORECASE | re.DOTALL)
+        if text[:200].lower().lstrip().startswith(("<!doctype html", "<html")) or title:
+            named = f" titled {_preview(title.group(1), secret)}" if title else ""
+            return f"an HTML page{named}"
+        return f"plain text: {_preview(text, secret)}"
+    if isinstance(body, dict) and body.get("error"):
+        error = body["error"]
+        said = error.get("message", error) if isinstance(error, dict) else error
+        return f"an error: {_preview(said, secret)}"
+    return f"JSON: {_preview(body, secret)}"
+
+
+def _preview(value, secret: str | None, width: int = 120) -> str:
+    """The start of what the server sent, quoted, on one line, with the key hidden."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)[: width * 4]
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    return repr(_one_line(hide_secret(text[: width * 4], secret), width))
+
+
+def _as_data(response):
+    """What the server sent, as plain JSON data (the openai client keeps unknown fields)."""
+    if isinstance(response, ChatCompletion):
+        return response.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return response
+
+
+def completion_problem(response, secret: str | None = None) -> str:
+    """What is wrong with a non-streamed reply (empty when it is a chat completion with a message)."""
+    if not isinstance(response, ChatCompletion) or getattr(response, "error", None):
+        return describe_body(_as_data(response), secret=secret)
+    if not isinstance(response.choices, list) or not response.choices:
+        return f"a completion without choices: {_preview(_as_data(response), secret)}"
+    message = getattr(response.choices[0], "message", None)
+    if not isinstance(message, ChatCompletionMessage):
+        return f"a choice without a message: {_preview(_as_data(response), secret)}"
+    if not (message.content is None or isinstance(message.content, str)) or not (
+            message.tool_calls is None or isinstance(message.tool_calls, list)):
+        return f"a message in an unexpected shape: {_preview(_as_data(response), secret)}"
+    return ""
+
+
+def check_completion(response, settings: Settings | None = None):
+    """``response`` if it is a chat completion with a message; else a ResponseFormatError saying what came."""
+    problem = completion_problem(response, settings.api_key if settings else None)
+    if problem:
+        where = f"The server at {safe_url(settings.base_url)}" if settings else "The server"
+        raise ResponseFormatError(f"{where} answered HTTP 200 with {problem} instead of a chat completion. "
+                                  f"{FORMAT_ADVICE}")
+    return response
 
 
 def chat(messages: list, *, client: openai.OpenAI | None = None, settings: Settings | None = None,
@@ -118,7 +224,8 @@ def chat(messages: list, *, client: openai.OpenAI | None = None, settings: Setti
 
     ``openai.BadRequestError`` (HTTP 400: the request itself is wrong, e.g. an orphaned
     tool result) is raised as-is so lessons can show it; connection, key, rate-limit and
-    server errors become an ``EndpointError`` with a plain explanation.
+    server errors become an ``EndpointError`` with a plain explanation, and an HTTP 200 that
+    is not a chat completion (HTML, an error, no choices) a ``ResponseFormatError``.
     """
     if client is None:
         client = get_client() if settings is None else _client_for(settings)
@@ -129,9 +236,19 @@ def chat(messages: list, *, client: openai.OpenAI | None = None, settings: Setti
         request["tools"] = tools
     request.update(kwargs)
     request = prepare_request(request, profile=profile_for(settings))
+    unreadable = None
     try:
-        return client.chat.completions.create(**request)
+        response = client.chat.completions.create(**request)
     except openai.BadRequestError:
         raise
     except openai.APIError as error:
         raise explain(error, settings) from error
+    except json.JSONDecodeError as error:  # a body labelled JSON that is not JSON
+        unreadable = error.doc
+    if unreadable is not None:  # raised outside the except block: no chained error repeats the body
+        raise ResponseFormatError(
+            f"The server at {safe_url(settings.base_url)} answered HTTP 200 with a body labelled JSON that "
+            f"is not JSON: {describe_body(unreadable, secret=settings.api_key)}. {FORMAT_ADVICE}")
+    if request.get("stream"):
+        return response  # a stream is checked chunk by chunk by whoever reads it
+    return check_completion(response, settings)

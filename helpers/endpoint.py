@@ -6,11 +6,15 @@ notebook output; it names the server and the model but never the key.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import openai
 
+from helpers.client import completion_problem, describe_body, error_text, hide_secret
+
 _SHOWN_MODELS = 5
+_NOT_OPENAI = "check that the URL is the server's OpenAI-compatible /v1 address"
 
 
 @dataclass(frozen=True)
@@ -38,18 +42,20 @@ class EndpointStatus:
         return f"PROBLEM: {where}: {self.problem}"
 
 
-def _hide(text: str, secret: str | None) -> str:
-    """``text`` with the key replaced by ***, in case a server echoes it back."""
-    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+def _model_ids(body) -> tuple[str, ...] | None:
+    """The model ids of a /models answer, or None when the body is not a model list."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+        return None
+    return tuple(sorted(m["id"] for m in data))
 
 
-def _error_text(error: openai.APIStatusError) -> str:
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error", body)
-    message = inner.get("message") if isinstance(inner, dict) else None
-    if not message and isinstance(body.get("detail"), (str, list)):
-        message = str(body["detail"])
-    return (message or error.message or "").strip().replace("\n", " ")[:200]
+def _body(response):
+    """A response's JSON, else its text (for describe_body)."""
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
 
 
 def _models_hint(models: tuple[str, ...]) -> str:
@@ -69,15 +75,19 @@ def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) 
 
     def result(**found) -> EndpointStatus:
         if "problem" in found:
-            found["problem"] = _hide(found["problem"], key)
+            found["problem"] = hide_secret(found["problem"], key)
         return EndpointStatus(**{**status, **found})
 
     # Step 1: the model list (some servers do not implement it; then only the chat call decides).
     models: tuple[str, ...] = ()
     listed = False
     try:
-        models = tuple(sorted(m.id for m in quick.models.list()))
-        listed = True
+        body = _body(quick.models.with_raw_response.list().http_response)
+        ids = _model_ids(body)
+        if ids is None:
+            return result(reachable=True, problem=f"the model list came back HTTP 200 with "
+                                                  f"{describe_body(body)}; {_NOT_OPENAI}")
+        models, listed = ids, True
     except (openai.APITimeoutError, openai.APIConnectionError):
         return result(problem="cannot reach the server; check the URL and that the server is running")
     except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
@@ -87,15 +97,18 @@ def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) 
         pass  # no /models endpoint here: fall through to the chat request
     except openai.APIStatusError as error:
         return result(reachable=True, problem=f"listing models failed with HTTP {error.status_code}: "
-                                              f"{_error_text(error)}")
+                                              f"{error_text(error)}")
     status.update(reachable=True, key_accepted=True if listed else None, available_models=models)
     if listed and model not in models:
         return result(model_found=False, problem=f"model not found; {_models_hint(models)}")
 
     # Step 2: one token of a real chat completion.
     try:
-        quick.chat.completions.create(model=model, max_tokens=1, temperature=0,
-                                      messages=[{"role": "user", "content": "Say OK."}])
+        reply = quick.chat.completions.create(model=model, max_tokens=1, temperature=0,
+                                              messages=[{"role": "user", "content": "Say OK."}])
+    except json.JSONDecodeError as error:
+        return result(problem=f"the chat request came back HTTP 200 with a body labelled JSON that is not "
+                              f"JSON: {describe_body(error.doc)}; {_NOT_OPENAI}")
     except (openai.APITimeoutError, openai.APIConnectionError):
         return result(problem="the model list answered but the chat request did not come back; "
                               "the server may be overloaded or still loading the model")
@@ -103,11 +116,14 @@ def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) 
         return result(key_accepted=False, problem=f"key rejected for chat (HTTP {error.status_code}); "
                                                   "check the API key and that it may use this model")
     except openai.NotFoundError as error:
-        return result(model_found=False, problem=f"model not found (HTTP 404: {_error_text(error)}); "
+        return result(model_found=False, problem=f"model not found (HTTP 404: {error_text(error)}); "
                                                  f"{_models_hint(models)}")
     except openai.APIStatusError as error:
         return result(model_found=True if listed else None,
-                      problem=f"chat request failed with HTTP {error.status_code}: {_error_text(error)}")
+                      problem=f"chat request failed with HTTP {error.status_code}: {error_text(error)}")
+    problem = completion_problem(reply)
+    if problem:
+        return result(problem=f"the chat request came back HTTP 200 with {problem}; {_NOT_OPENAI}")
     return result(key_accepted=True, model_found=True, chat_works=True)
 
 

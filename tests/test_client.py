@@ -5,8 +5,9 @@ import httpx2
 import openai
 import pytest
 
-from helpers.client import EndpointError, chat, explain, make_client
-from helpers.config import NIM_BASE_URL, load_settings
+from helpers import config
+from helpers.client import EndpointError, ResponseFormatError, chat, explain, make_client
+from helpers.config import NIM_BASE_URL, ConfigError, Settings, load_settings
 
 FAKE_KEY = "nvapi-" + "k" * 24
 
@@ -29,6 +30,8 @@ def recording_client(client, replies):
         if isinstance(reply, int):
             return httpx2.Response(reply, headers={"retry-after-ms": "1"},
                                    json={"error": {"message": f"status {reply}", "type": "error"}})
+        if isinstance(reply, httpx2.Response):
+            return reply
         return httpx2.Response(200, json=reply)
 
     return client.with_options(http_client=httpx2.Client(transport=httpx2.MockTransport(handler))), seen
@@ -113,3 +116,122 @@ def test_settings_without_a_client_go_where_the_settings_say():
     elsewhere = load_settings("openai-compatible", base_url="http://127.0.0.1:9/v1", chat_model="m", max_retries=0)
     with pytest.raises(EndpointError, match="127.0.0.1:9"):
         chat([{"role": "user", "content": "hello"}], settings=elsewhere)
+
+
+# ---------------------------------------------------------------- the NVIDIA key reaches NVIDIA only
+
+def test_openai_compatible_server_elsewhere_never_sees_the_nvidia_key(nim_settings, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_BACKEND", "openai-compatible")
+    monkeypatch.setenv("WORKSHOP_BASE_URL", "http://127.0.0.1:8080/v1")
+    settings = load_settings()
+    client, seen = recording_client(make_client(settings), [COMPLETION])
+    chat([{"role": "user", "content": "hello"}], client=client, settings=settings)
+    assert seen[0].headers["authorization"] == "Bearer not-needed"
+    assert FAKE_KEY not in str(seen[0].headers) + seen[0].content.decode()
+
+
+@pytest.mark.parametrize("url", ["https://evil.example/v1", "http://integrate.api.nvidia.com/v1",
+                                 "https://integrate.api.nvidia.com@evil.example/v1", ""])
+def test_make_client_refuses_to_send_the_nvidia_key_elsewhere(nim_settings, url):
+    moved = nim_settings.with_overrides(base_url=url)
+    with pytest.raises(ConfigError, match="only ever sent over https"):
+        make_client(moved)
+    with pytest.raises(ConfigError):
+        chat([{"role": "user", "content": "hello"}], settings=moved)
+
+
+def test_make_client_refuses_settings_built_by_hand_with_the_key(nim_settings):
+    by_hand = Settings(backend="openai-compatible", base_url="http://localhost:8000/v1", chat_model="m",
+                       embedding_model="e", api_key=FAKE_KEY)  # key_source left at "none"
+    with pytest.raises(ConfigError, match="NVIDIA_API_KEY"):
+        make_client(by_hand)
+
+
+def test_settings_without_a_key_do_not_borrow_openais(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-server")
+    settings = Settings(backend="openai-compatible", base_url="http://127.0.0.1:8080/v1", chat_model="m",
+                        embedding_model="e")
+    assert make_client(settings).api_key == config.PLACEHOLDER_KEY
+
+
+# ---------------------------------------------------------------- the 401 names the key that was sent
+
+def test_rejected_nvidia_key_is_named(nim_settings):
+    client, _ = recording_client(make_client(nim_settings), [401])
+    with pytest.raises(EndpointError, match=r"Check NVIDIA_API_KEY \(from environment\)"):
+        chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
+
+
+@pytest.mark.parametrize("name", ["WORKSHOP_API_KEY", "OPENAI_API_KEY"])
+def test_rejected_server_key_is_named_not_nvidias(nim_settings, monkeypatch, name):
+    monkeypatch.setenv(name, "sk-local")
+    settings = load_settings("openai-compatible", base_url="http://127.0.0.1:8080/v1")
+    client, _ = recording_client(make_client(settings), [401])
+    with pytest.raises(EndpointError, match=f"Check {name}: it must be this server's own key") as info:
+        chat([{"role": "user", "content": "hello"}], client=client, settings=settings)
+    assert "Check NVIDIA_API_KEY" not in str(info.value) and "sk-local" not in str(info.value)
+
+
+def test_401_without_a_key_says_none_was_sent(nim_settings):
+    settings = load_settings("openai-compatible", base_url="http://127.0.0.1:8080/v1")
+    client, _ = recording_client(make_client(settings), [401])
+    with pytest.raises(EndpointError, match="No key was sent.*set WORKSHOP_API_KEY"):
+        chat([{"role": "user", "content": "hello"}], client=client, settings=settings)
+
+
+# ---------------------------------------------------------------- HTTP 200 that is not a completion
+
+def html(text, content_type="text/html"):
+    return httpx2.Response(200, text=text, headers={"content-type": content_type})
+
+
+GARBAGE = {
+    "html page": (html("<!DOCTYPE html><html><title>Sign in</title><body>Login</body></html>"),
+                  "an HTML page titled 'Sign in'"),
+    "html labelled json": (html("<html>proxy</html>", "application/json"),
+                           "a body labelled JSON that is not JSON: an HTML page"),
+    "error json": ({"error": {"message": "model is loading", "code": 503}}, "an error: 'model is loading'"),
+    "error string": ({"error": "model is loading"}, "an error: 'model is loading'"),
+    "no choices": ({"id": "x", "object": "chat.completion", "choices": []}, "a completion without choices"),
+    "choices null": ({"id": "x", "choices": None}, "a completion without choices"),
+    "choice without message": ({"id": "x", "choices": [{"index": 0, "finish_reason": "stop"}]},
+                               "a choice without a message"),
+    "message is text": ({"choices": [{"index": 0, "message": "hi"}]}, "a choice without a message"),
+    "content is a number": ({"choices": [{"message": {"role": "assistant", "content": 5}}]},
+                            "a message in an unexpected shape"),
+    "a list": ([1, 2, 3], "JSON: '\\[1, 2, 3\\]'"),
+    "empty body": (html("", "text/plain"), "an empty body"),
+    "plain text": (html("Service Unavailable", "text/plain"), "plain text: 'Service Unavailable'"),
+}
+
+
+@pytest.mark.parametrize("case", GARBAGE)
+def test_a_200_that_is_not_a_completion_is_named(nim_settings, case):
+    reply, words = GARBAGE[case]
+    client, seen = recording_client(make_client(nim_settings), [reply])
+    with pytest.raises(ResponseFormatError, match=words) as info:
+        chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
+    assert str(info.value).startswith(f"The server at {NIM_BASE_URL} answered HTTP 200 with ")
+    assert isinstance(info.value, EndpointError) and len(seen) == 1
+
+
+def test_a_garbage_200_that_echoes_the_key_does_not_show_it(nim_settings):
+    echo = {"error": {"message": f"bad token {FAKE_KEY}"}}
+    client, _ = recording_client(make_client(nim_settings), [echo])
+    with pytest.raises(ResponseFormatError) as info:
+        chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
+    assert FAKE_KEY not in str(info.value) and "bad token ***" in str(info.value)
+
+
+def test_a_garbage_200_chain_holds_no_body(nim_settings):
+    client, _ = recording_client(make_client(nim_settings), [html(f"<p>{FAKE_KEY}", "application/json")])
+    with pytest.raises(ResponseFormatError) as info:
+        chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
+    assert info.value.__context__ is None and FAKE_KEY not in str(info.value)
+
+
+def test_explain_reads_fastapi_style_detail():
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    body = {"detail": "The model `foo` does not exist."}
+    error = openai.NotFoundError("Error code: 404", response=httpx2.Response(404, request=request), body=body)
+    assert "The model `foo` does not exist." in str(explain(error))

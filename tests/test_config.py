@@ -1,24 +1,40 @@
+import os
+import re
 import sys
+import traceback
 import types
+from pathlib import Path
 
 import pytest
 
 from helpers import config
-from helpers.config import ConfigError, find_api_key, load_settings
+from helpers.config import ConfigError, Settings, find_api_key, load_settings
 
 FAKE_KEY = "nvapi-" + "x" * 20
+SECRET = "nvapi-Q7rT9zLm4Kp2Wx8Vb3NcHd6F"  # looks like a real key, so leaks are easy to search for
 
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    """No key anywhere: empty environment, no Colab, an empty working directory."""
-    for name in ("NVIDIA_API_KEY", "WORKSHOP_BACKEND", "WORKSHOP_BASE_URL", "WORKSHOP_CHAT_MODEL",
-                 "WORKSHOP_EMBEDDING_MODEL", "OPENAI_API_KEY", "WORKSHOP_TEMPERATURE"):
-        monkeypatch.delenv(name, raising=False)
+    """No key anywhere: no documented setting in the environment, no Colab, an empty working directory."""
+    for name in config.DOCUMENTED_SETTINGS + ("CI",):
+        monkeypatch.setenv(name, "")  # recorded, so whatever load_settings copies from .env is undone
+        monkeypatch.delenv(name)
     monkeypatch.setenv("WORKSHOP_NO_PROMPT", "1")
+    monkeypatch.setattr(config, "_typed_key", None)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     return tmp_path
+
+
+def chain_text(error: BaseException) -> str:
+    """Everything an exception and its chain can show: messages, reprs, arguments and the traceback."""
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        parts += [str(error), repr(error), repr(error.args), repr(vars(error))]
+        error = error.__cause__ or error.__context__
+    return "\n".join(parts)
 
 
 def fake_colab(monkeypatch, behaviour):
@@ -162,3 +178,268 @@ def test_nvidia_key_is_not_sent_to_other_servers(clean_env, monkeypatch):
     assert load_settings("openai-compatible", base_url="http://third-party.example/v1").api_key == "sk-other"
     nvidia = load_settings("openai-compatible", base_url="https://ai.api.nvidia.com/v1")
     assert nvidia.api_key == FAKE_KEY
+
+
+# ---------------------------------------------------------------- the NVIDIA key goes only to NVIDIA over https
+
+NOT_NVIDIA = [
+    "http://integrate.api.nvidia.com/v1",              # not https
+    "https://integrate.api.nvidia.com@evil.example/v1",  # user info: the host is evil.example
+    "https://evil.example\\@integrate.api.nvidia.com/v1",
+    "https://integrate.api.nvidia.com./v1",            # trailing dot
+    "https://evilnvidia.com/v1",
+    "https://nvidia.com.evil.example/v1",
+    "https://evil.example\\.nvidia.com/v1",
+    "https://evil.example/.nvidia.com/v1",
+    "https://evil.example?.nvidia.com",
+    "https://nvidia.com\u3002evil.example/v1",         # an ideographic full stop becomes a dot on the wire
+    "https://integrate.api.nvidia.com:8443/v1",
+    "https://user:pw@integrate.api.nvidia.com/v1",
+    "http://localhost:8000/v1",
+    "https://api.openai.com/v1",
+]
+NVIDIA = ["https://integrate.api.nvidia.com/v1", "https://INTEGRATE.API.NVIDIA.COM/v1",
+          "https://ai.api.nvidia.com/v1", "https://integrate.api.nvidia.com:443/v1", "https://nvidia.com/v1"]
+
+
+@pytest.mark.parametrize("url", NOT_NVIDIA)
+def test_nim_refuses_any_address_but_nvidia_over_https(clean_env, monkeypatch, url):
+    monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
+    with pytest.raises(ConfigError, match="only ever goes over https to nvidia.com") as info:
+        load_settings("nim", base_url=url)
+    assert "WORKSHOP_BACKEND=openai-compatible" in str(info.value) and SECRET not in chain_text(info.value)
+    assert "pw" not in str(info.value).replace("https", "")  # no password from the address either
+
+
+def test_base_url_variable_with_a_key_is_refused_and_says_why(clean_env, monkeypatch):
+    monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
+    monkeypatch.setenv("WORKSHOP_BASE_URL", "http://localhost:8000/v1")
+    with pytest.raises(ConfigError, match=r"chosen because NVIDIA_API_KEY is set.*not https"):
+        load_settings()
+
+
+@pytest.mark.parametrize("url", NVIDIA)
+def test_nvidia_https_addresses_get_the_key(clean_env, monkeypatch, url):
+    monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
+    assert load_settings("nim", base_url=url).api_key == SECRET
+    assert load_settings("openai-compatible", base_url=url).api_key == SECRET
+
+
+@pytest.mark.parametrize("url", NOT_NVIDIA)
+def test_openai_compatible_elsewhere_never_gets_the_nvidia_key(clean_env, monkeypatch, url):
+    monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
+    settings = load_settings("openai-compatible", base_url=url)
+    assert settings.api_key == config.PLACEHOLDER_KEY and settings.key_name is None
+    monkeypatch.setenv("WORKSHOP_API_KEY", "sk-local")
+    settings = load_settings("openai-compatible", base_url=url)
+    assert (settings.api_key, settings.key_name) == ("sk-local", "WORKSHOP_API_KEY")
+
+
+@pytest.mark.parametrize("changes", [
+    {"base_url": "https://evil.example/v1"},
+    {"base_url": "http://integrate.api.nvidia.com/v1"},
+    {"base_url": ""},  # the openai client would fall back to OPENAI_BASE_URL or api.openai.com
+])
+def test_settings_changed_afterwards_are_checked_again(clean_env, monkeypatch, changes):
+    monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
+    moved = load_settings().with_overrides(**changes)
+    with pytest.raises(ConfigError, match="only ever sent over https") as info:
+        config.check_key_destination(moved)
+    assert SECRET not in chain_text(info.value)
+
+
+def test_a_key_that_looks_like_nvidias_is_refused_elsewhere_whatever_its_label(clean_env):
+    by_hand = Settings(backend="openai-compatible", base_url="http://localhost:8000/v1", chat_model="m",
+                       embedding_model="e", api_key=SECRET, key_source="WORKSHOP_API_KEY")
+    with pytest.raises(ConfigError, match="NVIDIA_API_KEY"):
+        config.check_key_destination(by_hand)
+    with pytest.raises(ConfigError):
+        load_settings("openai-compatible", base_url="http://localhost:8000/v1", api_key=SECRET)
+
+
+# ---------------------------------------------------------------- .env supplies every documented setting
+
+def documented_in_env_example() -> set[str]:
+    text = (Path(__file__).resolve().parents[1] / ".env.example").read_text()
+    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, re.MULTILINE))
+
+
+def test_every_documented_setting_is_known(clean_env):
+    assert documented_in_env_example() == set(config.DOCUMENTED_SETTINGS)
+
+
+def test_dotenv_supplies_every_documented_setting(clean_env):
+    (clean_env / ".env").write_text(
+        "WORKSHOP_BACKEND=openai-compatible\nWORKSHOP_BASE_URL=http://127.0.0.1:8080/v1\n"
+        "WORKSHOP_API_KEY=sk-local\nWORKSHOP_CHAT_MODEL=smollm2\nWORKSHOP_EMBEDDING_MODEL=emb\n"
+        "WORKSHOP_TEMPERATURE=0.7\nWORKSHOP_TIMEOUT=12\nWORKSHOP_MAX_RETRIES=1\n"
+        "WORKSHOP_NOW=2026-01-02T03:04:05+00:00\nWORKSHOP_SERVER_PROFILE=llama.cpp\n"
+        "WORKSHOP_SUMMARY_MODEL=summ\nWORKSHOP_SESSION_DB=/tmp/s.db\nWORKSHOP_CACHE_DIR=/tmp/c\n"
+        "WORKSHOP_USER=ada\n"
+    )
+    settings = load_settings()
+    assert (settings.backend, settings.base_url, settings.chat_model, settings.embedding_model) == (
+        "openai-compatible", "http://127.0.0.1:8080/v1", "smollm2", "emb")
+    assert (settings.temperature, settings.timeout, settings.max_retries) == (0.7, 12.0, 1)
+    assert (settings.api_key, settings.key_source) == ("sk-local", "WORKSHOP_API_KEY")
+    # Settings read by other modules reach them through the environment; keys never do.
+    assert os.environ["WORKSHOP_NOW"] == "2026-01-02T03:04:05+00:00"
+    assert os.environ["WORKSHOP_USER"] == "ada" and os.environ["WORKSHOP_SERVER_PROFILE"] == "llama.cpp"
+    assert "WORKSHOP_API_KEY" not in os.environ
+
+
+def test_environment_wins_over_dotenv(clean_env, monkeypatch):
+    (clean_env / ".env").write_text("WORKSHOP_BACKEND=openai-compatible\nWORKSHOP_TIMEOUT=12\n"
+                                    "WORKSHOP_USER=ada\n")
+    monkeypatch.setenv("WORKSHOP_BACKEND", "offline")
+    monkeypatch.setenv("WORKSHOP_TIMEOUT", "7")
+    monkeypatch.setenv("WORKSHOP_USER", "grace")
+    settings = load_settings()
+    assert (settings.backend, settings.timeout, os.environ["WORKSHOP_USER"]) == ("offline", 7.0, "grace")
+
+
+def test_dotenv_key_is_not_copied_into_the_environment(clean_env):
+    (clean_env / ".env").write_text(f"NVIDIA_API_KEY={SECRET}\n")
+    settings = load_settings()
+    assert (settings.backend, settings.key_source) == ("nim", ".env file")
+    assert "NVIDIA_API_KEY" not in os.environ
+
+
+def test_a_dotenv_that_is_not_utf8_names_the_file(clean_env):
+    (clean_env / ".env").write_bytes(f"NVIDIA_API_KEY={SECRET}\nWORKSHOP_USER=J\xfcrgen\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"\.env is not UTF-8") as info:
+        load_settings()
+    assert str(clean_env / ".env") in str(info.value)
+    assert SECRET not in chain_text(info.value) and info.value.__context__ is None
+
+
+# ---------------------------------------------------------------- malformed keys
+
+MALFORMED = {
+    "line break": SECRET[:12] + "\n" + SECRET[12:],
+    "space or tab": SECRET[:12] + " " + SECRET[12:],
+    "invisible non-ASCII character U+200B": SECRET[:12] + "\u200b" + SECRET[12:],
+    "non-ASCII character U+00E9": SECRET[:12] + "\u00e9" + SECRET[12:],
+    "control character": SECRET[:12] + "\x07" + SECRET[12:],
+}
+
+
+def leaked(error: BaseException) -> bool:
+    """Whether any part of the secret longer than a few characters shows anywhere in the error chain."""
+    text = chain_text(error) + "".join(traceback.format_exception(error))
+    return SECRET[:12] in text or SECRET[12:] in text
+
+
+@pytest.mark.parametrize("what", MALFORMED)
+@pytest.mark.parametrize("where", ["environment", ".env file", "WORKSHOP_API_KEY"])
+def test_malformed_keys_are_refused_early_without_showing_them(clean_env, monkeypatch, what, where):
+    bad = MALFORMED[what]
+    if where == "environment":
+        monkeypatch.setenv("NVIDIA_API_KEY", bad)
+    elif where == ".env file":
+        (clean_env / ".env").write_text(f'NVIDIA_API_KEY="{bad}"\n', encoding="utf-8")
+    else:
+        monkeypatch.setenv("WORKSHOP_API_KEY", bad)
+    with pytest.raises(ConfigError, match=f"cannot be an API key: character 13 of {len(bad)} is .*{re.escape(what)}") as info:
+        load_settings("openai-compatible" if where == "WORKSHOP_API_KEY" else None,
+                      base_url="http://localhost:8000/v1" if where == "WORKSHOP_API_KEY" else None)
+    assert not leaked(info.value)
+    assert (where if where != ".env file" else "NVIDIA_API_KEY (from .env file)") in str(info.value)
+
+
+@pytest.mark.parametrize("bad", list(MALFORMED.values()) + [SECRET + "\n"])
+def test_settings_built_by_hand_refuse_malformed_keys(clean_env, bad):
+    with pytest.raises(ConfigError) as info:
+        Settings(backend="nim", base_url=config.NIM_BASE_URL, chat_model="m", embedding_model="e",
+                 key_source="environment", api_key=bad)
+    assert not leaked(info.value) and "NVIDIA_API_KEY" in str(info.value)
+
+
+def test_surrounding_whitespace_of_a_pasted_key_is_forgiven(clean_env, monkeypatch):
+    monkeypatch.setenv("NVIDIA_API_KEY", f"  {SECRET}\n")
+    assert load_settings().api_key == SECRET
+
+
+# ---------------------------------------------------------------- numeric ranges
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("WORKSHOP_TIMEOUT", "0", "above 0"), ("WORKSHOP_TIMEOUT", "-1", "above 0"),
+    ("WORKSHOP_TIMEOUT", "nan", "above 0"), ("WORKSHOP_TIMEOUT", "inf", "above 0"),
+    ("WORKSHOP_TEMPERATURE", "nan", "from 0 to 2"), ("WORKSHOP_TEMPERATURE", "-0.1", "from 0 to 2"),
+    ("WORKSHOP_TEMPERATURE", "2.5", "from 0 to 2"), ("WORKSHOP_TEMPERATURE", "inf", "from 0 to 2"),
+    ("WORKSHOP_MAX_RETRIES", "11", "from 0 to 10"), ("WORKSHOP_MAX_RETRIES", "1000000000", "from 0 to 10"),
+])
+def test_numeric_settings_out_of_range_are_named(clean_env, monkeypatch, name, value, allowed):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=f"{name}.*{allowed}"):
+        load_settings()
+
+
+@pytest.mark.parametrize("change", [{"timeout": 0}, {"timeout": float("inf")}, {"temperature": float("nan")},
+                                    {"max_retries": -1}, {"max_retries": 11}, {"max_retries": 2.5}])
+def test_out_of_range_keywords_are_refused_too(clean_env, change):
+    with pytest.raises(ConfigError, match=next(iter(change))):
+        load_settings("offline", **change)
+    with pytest.raises(ConfigError, match=next(iter(change))):
+        load_settings("offline").with_overrides(**change)
+
+
+def test_range_edges_are_allowed(clean_env, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_TEMPERATURE", "2")
+    monkeypatch.setenv("WORKSHOP_MAX_RETRIES", "10")
+    monkeypatch.setenv("WORKSHOP_TIMEOUT", "0.5")
+    settings = load_settings()
+    assert (settings.temperature, settings.max_retries, settings.timeout) == (2.0, 10, 0.5)
+    assert load_settings(temperature=0, max_retries=0).temperature == 0
+
+
+# ---------------------------------------------------------------- nothing prompts unless asked
+
+@pytest.fixture
+def a_person_at_the_keyboard(clean_env, monkeypatch):
+    """A session where someone could answer (a browser kernel with stdin); records every prompt."""
+    monkeypatch.delenv("WORKSHOP_NO_PROMPT")
+    monkeypatch.setattr(config, "is_interactive", lambda: True)
+    asked = []
+    monkeypatch.setattr("getpass.getpass", lambda *a, **k: asked.append(a) or SECRET)
+    return asked
+
+
+def test_no_key_never_prompts_even_when_someone_could_answer(a_person_at_the_keyboard):
+    from helpers.client import get_client, get_settings
+
+    assert load_settings().backend == "offline"
+    get_client(quiet=True)
+    assert get_settings().backend == "offline" and find_api_key() == (None, "none")
+    assert a_person_at_the_keyboard == []
+
+
+def test_prompt_only_when_asked_for(a_person_at_the_keyboard):
+    settings = load_settings(prompt=True)
+    assert (settings.backend, settings.key_source, settings.api_key) == ("nim", "prompt", SECRET)
+    assert len(a_person_at_the_keyboard) == 1
+
+
+def test_ask_for_key_uses_the_typed_key_from_then_on(a_person_at_the_keyboard, capsys):
+    from helpers.client import get_settings
+
+    assert get_settings().backend == "offline"
+    config.ask_for_key()
+    assert get_settings().backend == "nim" and get_settings().key_source == "prompt"
+    out = capsys.readouterr().out
+    assert "Backend: nim" in out and "NVIDIA_API_KEY from prompt" in out and SECRET not in out
+
+
+def test_ask_for_key_does_not_wait_where_no_one_can_answer(clean_env, monkeypatch, capsys):
+    asked = []
+    monkeypatch.setattr("getpass.getpass", lambda *a, **k: asked.append(a) or SECRET)
+    config.ask_for_key()
+    assert asked == [] and "Not asking" in capsys.readouterr().out
+    assert load_settings().backend == "offline"
+
+
+def test_ask_for_key_refuses_a_malformed_answer(a_person_at_the_keyboard, monkeypatch):
+    monkeypatch.setattr("getpass.getpass", lambda *a, **k: MALFORMED["line break"])
+    with pytest.raises(ConfigError, match="line break") as info:
+        config.ask_for_key()
+    assert not leaked(info.value) and config._typed_key is None

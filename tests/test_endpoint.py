@@ -1,6 +1,21 @@
+import httpx2
+import openai
 import pytest
 
-from helpers.endpoint import wait_until_ready
+from helpers.endpoint import check_endpoint, wait_until_ready
+
+MODELS = {"object": "list", "data": [{"id": "m", "object": "model"}]}
+PAGE = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>proxy</body></html>"
+
+
+def fake_server(models, chat):
+    """A client whose /models and /chat/completions answer with the given responses."""
+    def handler(request):
+        answer = models if request.url.path.endswith("/models") else chat
+        return answer if isinstance(answer, httpx2.Response) else httpx2.Response(200, json=answer)
+
+    return openai.OpenAI(api_key="sk-test-secret", base_url="http://fake.test/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
 def test_waits_until_ready():
@@ -22,3 +37,40 @@ def test_gives_up_with_an_explanation():
     with pytest.raises(TimeoutError, match="not ready after 10 s .last: HTTP 503"):
         wait_until_ready("http://localhost:8000/v1", timeout=10, interval=5, sleep=lambda s: None,
                          get=lambda url: 503)
+
+
+@pytest.mark.parametrize("models, words", [
+    (httpx2.Response(200, text=PAGE, headers={"content-type": "text/html"}), "an HTML page titled 'Sign in'"),
+    ({"error": {"message": "gateway says no"}}, "an error: 'gateway says no'"),
+    ({"data": "m"}, "JSON: "),
+    (httpx2.Response(200, text="<html>", headers={"content-type": "application/json"}), "an HTML page"),
+])
+def test_a_model_list_that_is_not_one_is_named(models, words):
+    status = check_endpoint(fake_server(models, {}), "m")
+    assert not status.ok and status.problem.startswith("the model list came back HTTP 200 with " + words)
+
+
+@pytest.mark.parametrize("chat, words", [
+    (httpx2.Response(200, text=PAGE, headers={"content-type": "text/html"}), "an HTML page titled 'Sign in'"),
+    ({"id": "x", "choices": []}, "a completion without choices"),
+    ({"error": {"message": "sk-test-secret is not allowed"}}, "an error: '*** is not allowed'"),
+    (httpx2.Response(200, text="<p>", headers={"content-type": "application/json"}),
+     "a body labelled JSON that is not JSON"),
+])
+def test_a_chat_reply_that_is_not_a_completion_is_not_ok(chat, words):
+    status = check_endpoint(fake_server(MODELS, chat), "m")
+    assert not status.ok and status.problem.startswith("the chat request came back HTTP 200 with " + words)
+    assert "sk-test-secret" not in str(status)
+
+
+def test_a_working_server_is_ok():
+    completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                  "choices": [{"index": 0, "finish_reason": "length",
+                               "message": {"role": "assistant", "content": "OK"}}]}
+    assert check_endpoint(fake_server(MODELS, completion), "m").ok
+
+
+def test_error_text_is_read_like_the_call_path_reads_it():
+    detail = httpx2.Response(500, json={"detail": "CUDA out of memory\n  on device 0"})
+    status = check_endpoint(fake_server(MODELS, detail), "m")
+    assert status.problem == "chat request failed with HTTP 500: CUDA out of memory on device 0"
