@@ -4,12 +4,15 @@ Offline by default (the stand-in, no key needed); ``--backend nim`` or ``openai-
 the same settings as the notebooks. Every completed turn is saved to ``--db`` (a SQLite file, or a
 ``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run.
 
-Commands inside the chat: /history, /memory, /undo, /reset, /sessions, /help, /quit (or Ctrl-D).
+Commands inside the chat: /history, /memory, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -20,17 +23,22 @@ from helpers.client import EndpointError, make_client
 from helpers.history import HistoryError
 from helpers.config import BACKENDS, ConfigError, load_settings
 from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SessionStore, SessionStoreError, SQLiteSessionStore
+from helpers.memory.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
+                                  redact_dsn)
 
 COMMANDS = {
     "/history": "the conversation so far (turns trimmed from memory are marked)",
     "/memory": "what the session remembers: turns kept, dropped, summary/profile",
     "/undo": "forget the newest turn (saved)",
     "/reset": "forget the whole conversation (saved; the session id stays)",
+    "/reload": "continue from the stored session (after another program saved it)",
     "/sessions": "this user's saved sessions",
     "/help": "this list",
     "/quit": "leave (the conversation is already saved)",
 }
+
+
+_KEY_VALUE_DSN = re.compile(r"^\s*(host|hostaddr|dbname|user|password|port|service)\s*=")
 
 
 def default_db_path() -> str:
@@ -41,16 +49,30 @@ def default_db_path() -> str:
     return str(Path(base) / "agent-memory-workshop" / "sessions.db")
 
 
+def is_dsn(db: str) -> bool:
+    """True for a PostgreSQL DSN: a postgresql:// URL or libpq's ``host=... dbname=...`` form."""
+    return str(db).startswith(("postgresql://", "postgres://")) or bool(_KEY_VALUE_DSN.match(str(db)))
+
+
 def open_store(db: str) -> SessionStore:
     """A PostgresSessionStore for a postgresql:// DSN, else a SQLiteSessionStore (folder created)."""
-    if db.startswith(("postgresql://", "postgres://")):
+    if is_dsn(db):
         try:
             from helpers.memory.postgres import PostgresSessionStore
         except ImportError:
             raise SessionStoreError('a postgresql:// --db needs psycopg: pip install "psycopg[binary]"') from None
         return PostgresSessionStore(db)
     path = Path(db).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise SessionStoreError(f"cannot use --db {db}: {blocker} is a file, not a folder; pass a path "
+                                "inside a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        why = "permission denied" if err.errno in (errno.EACCES, errno.EPERM) else (err.strerror or str(err))
+        raise SessionStoreError(f"cannot create the folder {path.parent} for --db {db} ({why}); create it "
+                                "yourself, or pass a --db path in a folder you may write to") from None
     return SQLiteSessionStore(path)
 
 
@@ -72,19 +94,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _shown(db: str) -> str:
     """A database address fit to print: a PostgreSQL DSN loses its password."""
-    if str(db).startswith(("postgresql://", "postgres://")) or "password=" in str(db):
-        from helpers.memory.postgres import describe_dsn
-
-        return "postgresql://" + describe_dsn(str(db))
+    if is_dsn(db) or "password" in str(db).lower():
+        try:
+            from helpers.memory.postgres import describe_dsn
+        except ImportError:
+            return redact_dsn(str(db))
+        shown = describe_dsn(str(db))
+        return redact_dsn(str(db)) if shown.startswith("(") else "postgresql://" + shown
     return str(db)
+
+
+def resume_command(user: str, session: str, db: str | None) -> str:
+    """The shell command that resumes this conversation, each argument quoted for the shell."""
+    argv = ["python", "-m", "helpers", "chat", "--user", user, "--session", session]
+    return shlex.join(argv + (["--db", _shown(db)] if db else []))
 
 
 class TerminalChat:
     """The read-eval-print loop, with input and output injectable for tests."""
 
-    def __init__(self, session: PersistentSession, *, db: str, resume: str = "", read: Callable[[str], str] = input,
-                 write: Callable[[str], None] = print):
-        self.session, self.db, self.resume, self.read, self.write = session, db, resume, read, write
+    def __init__(self, session: PersistentSession, *, db: str, resume: str = "",
+                 read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None):
+        self.session, self.db, self.resume = session, db, resume
+        self.read, self.write = read or input, write or print
+        self.unsaved = False  # True while the newest change could not be saved
+
+    def report(self, err: Exception) -> None:
+        """Show an error in one line, with any database password removed."""
+        text = redact_dsn(str(err), self.db)
+        self.write(text if isinstance(err, SessionSaveError) else f"error: {text}")
+        if isinstance(err, SessionSaveError):
+            self.unsaved = True
 
     def run(self) -> int:
         """Chat until /quit or end of input; returns the exit status."""
@@ -108,32 +148,51 @@ class TerminalChat:
 
     def ask(self, text: str) -> None:
         """One turn; errors are explained and the loop goes on (a failed turn saves nothing)."""
+        streaming = False
         try:
             if hasattr(self.session.session, "stream"):
                 sys.stdout.write("assistant> ")
+                streaming = True
                 for piece in self.session.stream(text):
                     sys.stdout.write(piece)
                     sys.stdout.flush()
                 self.write("")
             else:
                 self.write(f"assistant> {self.session.chat(text)}")
+            self.unsaved = False
         except KeyboardInterrupt:
             self.write("\n(interrupted: that turn was not saved)")
         except (EndpointError, ConfigError, SessionStoreError, HistoryError, ValueError) as err:
-            self.write(f"error: {err}")
+            if streaming:
+                self.write("")  # end the partly written answer line
+            self.report(err)
         except openai.BadRequestError as err:  # e.g. the conversation outgrew the model's context
             self.write(f"error: the server refused the request ({err.status_code}): {err.message}. "
                        "Try /undo or /reset, or start with --max-turns.")
 
     def command(self, name: str) -> None:
         """Run one slash command."""
+        try:
+            self._command(name)
+        except SessionStoreError as err:
+            self.report(err)
+
+    def _command(self, name: str) -> None:
         session = self.session.session
         if name == "/undo":
             removed = self.session.undo()
+            self.unsaved = False
             self.write(f"Undid turn {removed.turn_id}: {removed.question}" if removed else "Nothing to undo.")
         elif name == "/reset":
             self.session.reset()
+            self.unsaved = False
             self.write("Forgot the conversation (the session id stays; saved).")
+        elif name == "/reload":
+            self.session.reload()
+            self.unsaved = False
+            count = len(self.session.session.turns)
+            self.write(f"Reloaded {self.session.name}: {count} turn{'' if count == 1 else 's'}, revision "
+                       f"{self.session.revision}.")
         elif name == "/history":
             dropped = {d.turn_id for d in session.dropped}
             if not session.turns:
@@ -160,8 +219,15 @@ class TerminalChat:
             self.write(f"Unknown command {name}; try /help.")
 
     def quit(self) -> int:
-        """Say how to come back."""
-        self.write(f"Saved. Resume with: {self.resume}" if self.resume else "Saved.")
+        """Say truthfully what is stored, and how to come back."""
+        resume = f" Resume with: {self.resume}" if self.resume else ""
+        if self.unsaved:
+            self.write("Not saved: the last change could not be saved (see the error above); the stored "
+                       f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
+        elif self.session.revision == 0:
+            self.write("Nothing to save yet (no turns).")
+        else:
+            self.write(f"Saved.{resume}")
         return 0
 
 
@@ -172,7 +238,7 @@ def run_chat(args: argparse.Namespace) -> int:
         settings = load_settings(args.backend or os.environ.get("WORKSHOP_BACKEND") or "offline")
         store = open_store(db)
     except (ConfigError, SessionStoreError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact_dsn(str(err), db)}", file=sys.stderr)
         return 2
     try:
         kwargs = dict(client=make_client(settings), settings=settings, verbose=args.verbose)
@@ -184,10 +250,10 @@ def run_chat(args: argparse.Namespace) -> int:
         print(settings.describe())
         print(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
               "Type a question, or /help.")
-        resume = f"python -m helpers chat --user {args.user} --session {args.session}"
-        return TerminalChat(session, db=db, resume=resume + (f" --db {_shown(args.db)}" if args.db else "")).run()
+        resume = resume_command(args.user, args.session, args.db)
+        return TerminalChat(session, db=db, resume=resume).run()
     except (SessionStoreError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact_dsn(str(err), db)}", file=sys.stderr)
         return 2
     finally:
         store.close()
