@@ -29,7 +29,8 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class _RequestError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None, kind: str = "invalid_request_error"):
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 kind: str = "invalid_request_error"):
         super().__init__(message)
         self.status, self.message, self.param, self.kind = status, message, param, kind
 
@@ -76,7 +77,8 @@ _CHOICES = {
 _MESSAGE_KEYS = {
     "system": {"role", "content", "name"}, "developer": {"role", "content", "name"},
     "user": {"role", "content", "name"}, "tool": {"role", "content", "tool_call_id"},
-    "assistant": {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call", "annotations"}}
+    "assistant": {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call",
+                  "annotations"}}
 _PART_TYPES = {"user": ("text", "image_url", "input_audio", "file"), "assistant": ("text", "refusal")}
 MAX_TOOLS = 128
 
@@ -87,6 +89,11 @@ class _Problem(Exception):
     def __init__(self, param: str | None, message: str):
         super().__init__(message)
         self.param, self.message = param, message
+
+
+def _bad(param: str, text: str) -> _Problem:
+    """The problem "'<param>' <text>"."""
+    return _Problem(param, f"'{param}' {text}")
 
 
 def _kind(value) -> str:
@@ -112,12 +119,12 @@ def _is_number(value) -> bool:
 def _tool_problems(tools) -> list[_Problem]:
     """Every problem with a request's ``tools``, each with the path of the field it is about."""
     if not isinstance(tools, list):
-        return [_Problem("tools", f"'tools' must be an array of tool objects, but got {_kind(tools)}")]
+        return [_bad("tools", f"must be an array of tool objects, but got {_kind(tools)}")]
     if not tools:
-        return [_Problem("tools", "'tools' is an empty array; send at least one tool, or leave 'tools' out")]
+        return [_bad("tools", "is an empty array; send at least one tool, or leave 'tools' out")]
     problems = []
     if len(tools) > MAX_TOOLS:
-        problems.append(_Problem("tools", f"'tools' has {len(tools)} tools; at most {MAX_TOOLS} are allowed"))
+        problems.append(_bad("tools", f"has {len(tools)} tools; at most {MAX_TOOLS} are allowed"))
     names: list[str] = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
@@ -138,29 +145,29 @@ def _check_tool(tool, where: str) -> tuple[str | None, list[_Problem]]:
     """The tool's name (None when unusable) and its problems; a wrong overall shape raises at once."""
     _expect(isinstance(tool, dict), where, "an object like {'type': 'function', 'function': {...}}", tool)
     if tool.get("type") != "function":
-        raise _Problem(f"{where}.type", f"'{where}.type' must be 'function' (the only tool type the offline "
-                                        f"stand-in serves), but got {_short(tool.get('type'))}")
+        raise _bad(f"{where}.type", "must be 'function' (the only tool type the offline stand-in serves), "
+                                    f"but got {_short(tool.get('type'))}")
     extra = sorted(set(tool) - {"type", "function"})
     if extra:
-        raise _Problem(where, f"'{where}' has unknown field(s) {extra}; a tool has only 'type' and 'function'")
+        raise _bad(where, f"has unknown field(s) {extra}; a tool has only 'type' and 'function'")
     function = tool.get("function")
     _expect(isinstance(function, dict), f"{where}.function", "an object with 'name' (and optionally "
             "'description', 'parameters', 'strict')", function)
     extra = sorted(set(function) - {"name", "description", "parameters", "strict"})
     if extra:
-        raise _Problem(f"{where}.function", f"'{where}.function' has unknown field(s) {extra}; allowed: name, "
-                                            "description, parameters, strict")
+        raise _bad(f"{where}.function", f"has unknown field(s) {extra}; allowed: name, description, "
+                                        "parameters, strict")
     name, problems = function.get("name"), []
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        problems.append(_Problem(f"{where}.function.name", f"'{where}.function.name' {_short(name)} must be a "
-                                 "string of 1-64 letters, digits, '_' or '-' (^[A-Za-z0-9_-]{1,64}$)"))
+        problems.append(_bad(f"{where}.function.name", f"{_short(name)} must be a string of 1-64 letters, "
+                                                       f"digits, '_' or '-' (^[A-Za-z0-9_-]{{1,64}}$)"))
         name = None
     if "description" in function:
         _expect(isinstance(function["description"], str), f"{where}.function.description", "a string",
                 function["description"])
     if "strict" in function:
-        _expect(isinstance(function["strict"], bool) or function["strict"] is None, f"{where}.function.strict",
-                "a boolean", function["strict"])
+        _expect(isinstance(function["strict"], bool) or function["strict"] is None,
+                f"{where}.function.strict", "a boolean", function["strict"])
     if "parameters" in function:
         try:
             _check_parameters(function["parameters"], f"{where}.function.parameters")
@@ -174,7 +181,8 @@ def _check_parameters(params, where: str) -> None:
         raise _Problem(where, f"'{where}' must be a JSON schema with type 'object', like {{'type': 'object', "
                               f"'properties': {{...}}}}; got {_short(params)}")
     properties = params.get("properties", {})
-    _expect(isinstance(properties, dict), f"{where}.properties", "an object mapping names to schemas", properties)
+    _expect(isinstance(properties, dict), f"{where}.properties", "an object mapping names to schemas",
+            properties)
     for key, schema in properties.items():
         _expect(isinstance(schema, dict), f"{where}.properties.{key}", "a JSON schema object", schema)
     required = params.get("required", [])
@@ -182,8 +190,8 @@ def _check_parameters(params, where: str) -> None:
             "an array of property names", required)
     unknown = sorted(set(required) - set(properties))
     if unknown:
-        raise _Problem(f"{where}.required", f"'{where}.required' names unknown properties {unknown}; "
-                                            f"add them to 'properties' or remove them from 'required'")
+        raise _bad(f"{where}.required", f"names unknown properties {unknown}; add them to 'properties' or "
+                                        "remove them from 'required'")
 
 
 def validate_tools(tools) -> list[str]:
@@ -219,63 +227,63 @@ def _check_message_shapes(messages: list) -> None:
         content = message.get("content")
         if isinstance(content, list):
             if not content:
-                raise _Problem(f"{where}.content", f"'{where}.content' is an empty array; give a string or at "
-                                                   "least one content part")
+                raise _bad(f"{where}.content", "is an empty array; give a string or at least one content "
+                                               "part")
             allowed = _PART_TYPES.get(role, ("text",))
             for k, part in enumerate(content):
                 at = f"{where}.content[{k}]"
                 _expect(isinstance(part, dict), at, "an object like {'type': 'text', 'text': '...'}", part)
                 if part.get("type") not in allowed:
-                    raise _Problem(f"{at}.type", f"'{at}.type' must be one of {', '.join(allowed)} for a {role} "
-                                                 f"message, but got {_short(part.get('type'))}")
+                    raise _bad(f"{at}.type", f"must be one of {', '.join(allowed)} for a {role} message, but "
+                                             f"got {_short(part.get('type'))}")
                 if part["type"] in ("text", "refusal"):
                     _expect(isinstance(part.get(part["type"]), str), f"{at}.{part['type']}", "a string",
                             part.get(part["type"]))
         for k, call in enumerate(message.get("tool_calls") or [] if role == "assistant" else []):
             if isinstance(call, dict) and call.get("type", "function") != "function":
-                raise _Problem(f"{where}.tool_calls[{k}].type", f"'{where}.tool_calls[{k}].type' must be "
-                                                                f"'function', but got {_short(call.get('type'))}")
+                raise _bad(f"{where}.tool_calls[{k}].type", "must be 'function', but got "
+                                                            f"{_short(call.get('type'))}")
 
 
 def _check_tool_choice(choice, names: set[str]) -> None:
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise _Problem("tool_choice", f"'tool_choice' {choice!r} must be 'auto', 'none', 'required' or "
-                                          "{'type': 'function', 'function': {'name': ...}}")
+            raise _bad("tool_choice", f"{choice!r} must be 'auto', 'none', 'required' or {{'type': "
+                                      f"'function', 'function': {{'name': ...}}}}")
         return
     _expect(isinstance(choice, dict), "tool_choice", "'auto', 'none', 'required' or an object", choice)
     if choice.get("type") == "allowed_tools":
-        raise _Problem("tool_choice", "'tool_choice' of type 'allowed_tools' is not served by the offline "
-                                      "stand-in; send only the allowed tools in 'tools' instead")
+        raise _bad("tool_choice", "of type 'allowed_tools' is not served by the offline stand-in; send only "
+                                  "the allowed tools in 'tools' instead")
     function = choice.get("function")
     if choice.get("type") != "function" or not isinstance(function, dict):
-        raise _Problem("tool_choice", "'tool_choice' as an object must be {'type': 'function', 'function': "
-                                      f"{{'name': ...}}}}, but got {_short(choice)}")
+        raise _bad("tool_choice", f"as an object must be {{'type': 'function', 'function': {{'name': "
+                                  f"...}}}}, but got {_short(choice)}")
     wanted = function.get("name")
     if not isinstance(wanted, str) or wanted not in names:
-        raise _Problem("tool_choice.function.name", f"'tool_choice.function.name' {_short(wanted)} is not "
-                                                    f"one of the tools sent ({', '.join(sorted(names))})")
+        sent = ", ".join(sorted(names))
+        raise _bad("tool_choice.function.name", f"{_short(wanted)} is not one of the tools sent ({sent})")
 
 
 def _check_response_format(fmt, messages: list) -> None:
     _expect(isinstance(fmt, dict), "response_format", "an object like {'type': 'json_object'}", fmt)
     kind = fmt.get("type")
     if kind not in ("text", "json_object", "json_schema"):
-        raise _Problem("response_format.type", "'response_format.type' must be 'text', 'json_object' or "
-                                               f"'json_schema', but got {_short(kind)}")
+        raise _bad("response_format.type", "must be 'text', 'json_object' or 'json_schema', but got "
+                                           f"{_short(kind)}")
     if kind == "json_schema":
         schema = fmt.get("json_schema")
         _expect(isinstance(schema, dict), "response_format.json_schema", "an object with 'name' and 'schema'",
                 schema)
         name = schema.get("name")
         if not isinstance(name, str) or not _TOOL_NAME.match(name):
-            raise _Problem("response_format.json_schema.name", "'response_format.json_schema.name' must match "
-                                                               f"^[A-Za-z0-9_-]{{1,64}}$, but got {_short(name)}")
+            raise _bad("response_format.json_schema.name", f"must match ^[A-Za-z0-9_-]{{1,64}}$, but got "
+                                                           f"{_short(name)}")
     if kind == "json_object":
         said = json.dumps([m.get("content") for m in messages if isinstance(m, dict)]).lower()
         if "json" not in said:
-            raise _Problem("messages", "'messages' must contain the word 'json' in some form to use "
-                                       "'response_format' of type 'json_object'; ask for JSON in the prompt")
+            raise _bad("messages", "must contain the word 'json' in some form to use 'response_format' of "
+                                   "type 'json_object'; ask for JSON in the prompt")
 
 
 def _check_scalars(body: dict) -> None:
@@ -298,7 +306,7 @@ def _check_scalars(body: dict) -> None:
             _expect(isinstance(body[name], str), name, "a string", body[name])
     for name, allowed in _CHOICES.items():
         if body.get(name) is not None and body[name] not in allowed:
-            raise _Problem(name, f"'{name}' must be one of {', '.join(allowed)}, but got {_short(body[name])}")
+            raise _bad(name, f"must be one of {', '.join(allowed)}, but got {_short(body[name])}")
     stop = body.get("stop")
     if stop is not None:
         _expect(isinstance(stop, str) or (isinstance(stop, list) and len(stop) <= 4
@@ -309,7 +317,8 @@ def _check_scalars(body: dict) -> None:
         _expect(isinstance(metadata, dict) and len(metadata) <= 16
                 and all(isinstance(k, str) and len(k) <= 64 and isinstance(v, str) and len(v) <= 512
                         for k, v in metadata.items()),
-                "metadata", "an object of at most 16 string keys (<= 64 chars) and string values (<= 512 chars)",
+                "metadata", "an object of at most 16 string keys (<= 64 characters) and string values "
+                "(<= 512 characters)",
                 metadata)
     bias = body.get("logit_bias")
     if bias is not None:
@@ -336,10 +345,10 @@ def _check_chat(body) -> None:
     _expect(isinstance(body["model"], str), "model", "a string", body["model"])
     messages = body.get("messages")
     if messages is None:
-        raise _Problem("messages", "'messages' is required: send a non-empty array of messages")
+        raise _bad("messages", "is required: send a non-empty array of messages")
     _expect(isinstance(messages, list), "messages", "an array of message objects", messages)
     if not messages:
-        raise _Problem("messages", "'messages' must be a non-empty array; add at least one user message")
+        raise _bad("messages", "must be a non-empty array; add at least one user message")
     _check_message_fields(messages)
     problems = find_problems(messages)
     if problems:
@@ -359,13 +368,13 @@ def _check_chat(body) -> None:
     _check_scalars(body)
     if body.get("stream_options") is not None:
         if not body.get("stream"):
-            raise _Problem("stream_options", "'stream_options' is only allowed when 'stream' is true")
+            raise _bad("stream_options", "is only allowed when 'stream' is true")
         options = body["stream_options"]
         _expect(isinstance(options, dict) and all(isinstance(options.get(k, False), bool)
                                                   for k in ("include_usage", "include_obfuscation")),
                 "stream_options", "an object like {'include_usage': true}", options)
     if body.get("top_logprobs") is not None and not body.get("logprobs"):
-        raise _Problem("top_logprobs", "'top_logprobs' needs 'logprobs' set to true")
+        raise _bad("top_logprobs", "needs 'logprobs' set to true")
     if body.get("response_format") is not None:
         _check_response_format(body["response_format"], messages)
 
@@ -441,7 +450,8 @@ def _stream_chunks(body: dict):
             "model": body["model"], "system_fingerprint": "offline-stand-in"}
 
     def chunk(delta: dict, finish=None, usage=None, index=0):
-        data = dict(base, choices=[{"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}])
+        choice = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
+        data = dict(base, choices=[choice])
         if usage is not None:
             data = dict(base, choices=[], usage=usage)
         return "data: " + json.dumps(data) + "\n\n"
@@ -452,8 +462,9 @@ def _stream_chunks(body: dict):
             for index, call in enumerate(message["tool_calls"]):
                 args = call["function"]["arguments"]
                 half = len(args) // 2
-                yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": {
-                    "name": call["function"]["name"], "arguments": ""}}]}, index=n)
+                start = {"index": index, "id": call["id"], "type": "function",
+                         "function": {"name": call["function"]["name"], "arguments": ""}}
+                yield chunk({"tool_calls": [start]}, index=n)
                 for piece in (args[:half], args[half:]):
                     yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, index=n)
         else:
@@ -508,7 +519,8 @@ def handle(request: httpx2.Request) -> httpx2.Response:
     path = request.url.path.rstrip("/")
     try:
         if request.method == "GET" and path.endswith("/models"):
-            models = [{"id": m, "object": "model", "owned_by": "offline"} for m in CHAT_MODELS + EMBEDDING_MODELS]
+            models = [{"id": m, "object": "model", "owned_by": "offline"}
+                      for m in CHAT_MODELS + EMBEDDING_MODELS]
             return httpx2.Response(200, json={"object": "list", "data": models})
         if request.method != "POST":
             raise _RequestError(405, f"{request.method} {path} is not supported")

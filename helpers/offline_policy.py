@@ -23,18 +23,18 @@ text or tool calls. The rules, in order:
      vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
      constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." ->
      preference. Reply: strict JSON ``{"facts": [...]}``.
-1b. **Questions about the user** ("what is my name?", "what did I say about
-   mornings?", "do you remember my ...?"), asked as the newest message: answered
-   without tools from the user's own statements in the request -- sentences of earlier
-   user messages, ``[turn N] user: "..."`` lines and ``- key: value (turn N, ...)``
-   profile lines in later system messages (memory blocks) -- picking the statement
-   sharing the most content words with the question (ties: the highest turn id; the
-   user messages sent as raw turns count as newest). With none
-   sharing a word, it says it doesn't know: a forgotten fact stays forgotten.
+1b. **Questions about the user** ("who is my advisor?", "do you remember my locker
+   number?", "where do I live?", "what did I say about mornings?"), asked as the newest
+   message: answered without tools from the user's own statements in the request --
+   earlier user messages, ``[turn N] user: "..."`` quotes and ``- label: value`` lines in
+   memory blocks -- preferring statements over mentions, current over superseded values,
+   and the newest; with nothing that matches it says it doesn't know (the full rule is
+   in ``helpers/offline_tasks.py``).
    A newest message that only *states* profile facts (the profile extractor's rules
    match, no question mark) gets "Noted: ..." without tools; a bare acknowledgement
    ("ok", "thanks!") gets "You're welcome!".
-2. **After tool results** (the last message is a tool result): if the question still
+2. **After tool results** (the last message is a tool result; read as JSON, a Python
+   literal such as ``str(result)``, or plain text): if the question still
    needs something (a day count, a second lookup), ask for it; otherwise answer from
    the tool results of this turn. After a tool error, retry that call once, then give up
    and say so.
@@ -181,7 +181,8 @@ def conversation_mentions(messages: list[dict]) -> list[Mention]:
         for call in message.get("tool_calls") or []:
             calls[call.get("id")] = call.get("function", {}).get("name")
         if role == "tool":
-            found += _mentions_in_result(calls.get(message.get("tool_call_id"), ""), read_tool_result(_text(message)))
+            name = calls.get(message.get("tool_call_id"), "")
+            found += _mentions_in_result(name, read_tool_result(_text(message)))
         elif role in ("assistant", "user"):
             found += _mentions_in_text(_text(message))
     return found

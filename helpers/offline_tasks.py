@@ -5,10 +5,42 @@ task -- a grounding judge or scope classifier (notebook 03), a conversation summ
 or profile extractor (notebooks 08-09) -- and asks ``_about_user``/``_noted`` before
 its agent rules. The rules are listed, in order, in ``helpers/offline_policy.py``.
 Like everything in the stand-in, they read only the request they are given.
+
+**The memory rule** (questions about the user, rule 1b). It is a rule, not a model:
+
+1. *Is the newest user message about the user?* ``QUESTION_FORMS`` are the phrasings
+   people use -- "what's / what is / who is / where is / when is my X", "do you
+   remember / know my X", "remind me of my X", "tell me my X", "what did I say about
+   X", "which X did I say", "where / what do I <verb>" ("where do I live"), "who am I"
+   (asks for the name). Each names what is asked about: the noun phrase after "my"
+   ("my advisor's name" asks for the advisor), or the verb. Such a question is never
+   sent to campus search.
+2. *Evidence* is only what the user said, as found in the request: sentences of earlier
+   user messages (the window, newest of all), ``[turn N] user: "..."`` quotes and
+   ``- label: value (turn N, ...)`` lines in any system message (recalled turns,
+   summaries, a profile or facts block). The assistant's words never count.
+3. A piece of evidence *matches* when it shares a content word with the noun phrase
+   (generic words such as "name" or "number" only count when nothing else is asked).
+   It is a *statement* when it says what the thing is -- "my <noun phrase> is / are /
+   was / changed to ...", "I <verb> ..." for a verb question, a profile line, a
+   correction note -- or carries a correction word ("actually", "now", "instead",
+   "changed", ...); otherwise it is a mere mention.
+4. *Choosing*: statements before mentions; then evidence the context does not mark as
+   superseded ("(superseded at turn M: X is now "Y")" after a quote, "(superseded)" or
+   "(outdated)" after a line) before evidence it does; then evidence it marks as
+   current ("(current)", or a profile line that names the value it superseded); then
+   evidence that covers every word asked about; then the newest (highest turn id,
+   the window above all, later in the request on a tie).
+5. *Answer*: the user's own words quoted with their turn -- ``You told me (turn N):
+   "..."`` -- or ``Your profile says (turn N): label: value.`` (with a request to
+   confirm a fact marked "possibly outdated"), or, for a superseded quote, the
+   current value from its note. With nothing matching it says ``DONT_KNOW``: a
+   forgotten fact stays forgotten, and nothing is invented.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -182,56 +214,179 @@ def extract_profile_facts(prompt: str) -> dict:
     return {"facts": facts}
 
 
-_ABOUT_USER = re.compile(r"\b(?:what(?:'s| is| was| are| were) my|what did i (?:say|tell you|mention)|"
-                         r"do you (?:remember|know) (?:my|what i)|remind me (?:of |what )?my|who am i)\b", re.I)
-_QUOTED_USER = re.compile(r'\[turn (\d+)\] user: "([^"]*)"')
-_PROFILE_LINE = re.compile(r"^- ([\w /-]+): (.+?) \(turn (\d+)[^)]*\)", re.M)
+# ---------------------------------------------------------------- questions about the user (rule 1b)
+
+_NP = (r"(?P<np>[a-z0-9][\w'-]*(?: [a-z0-9][\w'-]*){0,3}?)"  # up to four words, then a full stop, "is", ...
+       r"(?=\s*(?:$|[?.!,;:]|\b(?:is|are|was|were|again|please|now|called)\b))")
+_WH = r"(?:what|who|where|when|which|how \w+)"
+QUESTION_FORMS = (  # each names what is asked about: a noun phrase (np) or a verb
+    rf"\b{_WH}(?:'s|'re| is| are| was| were)(?: \w+ly)? my {_NP}",            # what's my X, who is my X
+    rf"\b(?:do|did|can) you (?:still )?(?:remember|know|recall) (?:{_WH} )?my {_NP}",  # do you remember my X
+    rf"\b(?:remind|tell) me (?:again )?(?:of |about |{_WH} )?my {_NP}",        # remind me of my X
+    rf"\b(?:what|which) (?:did )?i (?:say|said|tell you|told you|mention|mentioned) "
+    rf"(?:about |regarding |for )?(?:my |the )?{_NP}",                         # what did I say about X
+    r"\b(?:which|what) (?P<np>[a-z][\w'-]*(?: [a-z][\w'-]*){0,2}) did i\b",   # which X did I say
+    r"\b(?:where|when|what|how|who|which \w+) do i (?P<verb>[a-z]+)\b",      # where do I live
+    r"\bwho am i\b(?P<np>)",                                                   # who am I -> name
+)
+_QUESTION_FORMS = [re.compile(p, re.I) for p in QUESTION_FORMS]
+_GENERIC = set("name number day time date place one thing stuff kind type new current old favourite favorite "
+               "usual exact full".split())
+_CUT = re.compile(r"\b(?:this|that|these|those|for|at|in|on|of|with|from|to|next|last|again|today)\b.*$")
+_MY_STATEMENT = re.compile(r"\bmy ([a-z][\w' -]{0,40}?) (?:is|are|was|were|has been|have been|changed to|"
+                           r"moved to|got moved to|switched to)\b", re.I)
+_CORRECTION = re.compile(r"\b(?:actually|now|instead|changed|moved|switched|new|no longer|anymore|update)\b",
+                         re.I)
+_QUOTED_USER = re.compile(r'\[turn (\d+)\] user: "([^"]*)"(.*)$', re.M)
+_SUPERSEDED_NOTE = re.compile(r'\(superseded at turn (\d+): (.+?) is now "([^"]*)"\)')
+_FACT_LINE = re.compile(r"^- ([\w /'-]{1,40}): (.+?)(?: \((turn (\d+)[^)\n]*|current|superseded|outdated)\)"
+                        r"(?:[;.][^\n]*)?)?$", re.M)
 _MEMORY_STOP = _STOP | set("say said tell told mention mentioned remember remind again know about earlier "
                            "before am".split())
+DONT_KNOW = "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
+
+
+@dataclass
+class _Said:
+    """One piece of evidence about the user: a sentence they said, a profile line or a correction note."""
+
+    kind: str              # "said" (raw message), "quote" ([turn N] line), "profile" (- key: value), "note"
+    text: str
+    turn: int | None       # None: a message of the current window, newer than every numbered turn
+    position: int
+    statement: bool        # says what the thing is (not merely mentions it)
+    superseded: bool = False
+    current: bool = False
+
+
+def _stem(word: str) -> str:
+    word = word.lower().removesuffix("'s")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _stems(text: str) -> set[str]:
-    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower())} - _MEMORY_STOP
+    return {_stem(w) for w in re.findall(r"[a-z0-9]+(?:'s)?", text.lower())} - _MEMORY_STOP
+
+
+def asked_about_user(question: str) -> tuple[set[str], str | None] | None:
+    """(the words of "my <noun phrase>", or a verb as in "where do I live") when ``question`` asks about
+    the user, else None."""
+    for form in _QUESTION_FORMS:
+        match = form.search(question)
+        if match is None:
+            continue
+        groups = match.groupdict()
+        if groups.get("verb"):
+            return set(), groups["verb"].lower()
+        phrase = (groups.get("np") or "name").lower()
+        owner, _, owned = phrase.partition("'s ")
+        if owned in ("name", "names"):
+            phrase = owner  # "my advisor's name" asks who the advisor is
+        words = _stems(_CUT.sub("", phrase).strip() or phrase) or {_stem(phrase.split()[0])}
+        return words, None
+    return None
+
+
+_ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Rd|Ave|No|Apt|Jr|Sr|vs|etc|e\.g|i\.e)|\b[A-Z])\.$")
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of ``text``; a line break ends one, a full stop after "Dr", "St", an initial ... does not."""
+    out: list[str] = []
+    for line in text.splitlines():
+        pieces: list[str] = []
+        for piece in re.split(r"(?<=[.!?])\s+", line.strip()):
+            if pieces and _ABBREVIATION.search(pieces[-1]):
+                pieces[-1] += " " + piece
+            elif piece:
+                pieces.append(piece)
+        out += pieces
+    return out
+
+
+def _evidence(messages: list[dict]) -> list[_Said]:
+    """The user's own statements in the request, oldest first (see the module docstring)."""
+    found: list[_Said] = []
+
+    def said(kind, text, turn, statement_ok=True, **marks):
+        found.append(_Said(kind, text, turn, len(found), statement_ok, **marks))
+
+    for message in messages:
+        role, text = message.get("role"), _text(message)
+        if role == "user":
+            for sentence in _sentences(text):
+                if not sentence.endswith("?"):
+                    said("said", sentence, None)
+        elif role in ("system", "developer"):
+            for match in _QUOTED_USER.finditer(text):
+                turn, note = int(match.group(1)), _SUPERSEDED_NOTE.search(match.group(3))
+                for sentence in _sentences(match.group(2)):
+                    if not sentence.endswith("?"):
+                        said("quote", sentence, turn, superseded=note is not None)
+                if note:
+                    said("note", f"{note.group(2)}|{note.group(3)}", int(note.group(1)), current=True)
+            for match in _FACT_LINE.finditer(text):
+                label, value, marks = match.group(1), match.group(2), match.group(3) or ""
+                turn = int(match.group(4)) if match.group(4) else None
+                said("profile", f"{label}: {value}|{match.group(0)}", turn,
+                     superseded=marks.startswith(("superseded", "outdated")),
+                     current=marks == "current" or "superseded \"" in marks)
+    return found
+
+
+def _is_statement(item: _Said, words: set[str], verb: str | None) -> bool:
+    """Does this piece say what the thing asked about is (rather than merely mention it)?"""
+    if item.kind in ("profile", "note"):
+        return True
+    if verb is not None:
+        ing = (verb[:-1] if verb.endswith("e") else verb) + "ing"
+        said = (rf"\bi(?:'ve| have)?(?: now| still| currently| actually| really)? {verb}(?:s|d|ed)?\b|"
+                rf"\bi(?:'m| am)(?: now| still| currently)? {ing}\b")
+        return re.search(said, item.text, re.I) is not None
+    for match in _MY_STATEMENT.finditer(item.text):
+        if _stems(match.group(1)) & words:
+            return True
+    if words == {"name"} and any(re.search(p, item.text) for k, _, p in PROFILE_RULES if k == "name"):
+        return True
+    return _CORRECTION.search(item.text) is not None
 
 
 def _about_user(messages: list[dict]) -> str | None:
     """Rule 1b: answer a question about the user from the user's own statements in the request."""
     if not messages or messages[-1].get("role") != "user":
         return None
-    question = _text(messages[-1])
-    if not _ABOUT_USER.search(question):
+    asked = asked_about_user(_text(messages[-1]))
+    if asked is None:
         return None
-    wanted = _stems(question)
-    candidates: list[tuple[str, str | None, str]] = []  # (kind, turn id, text)
-    system_seen = 0
-    for message in messages[:-1]:
-        role, text = message.get("role"), _text(message)
-        if role in ("system", "developer"):
-            system_seen += 1
-            if system_seen == 1:
-                continue  # the operator's prompt, not a memory block
-            candidates += [("quote", m.group(1), sentence) for m in _QUOTED_USER.finditer(text)
-                           for sentence in re.split(r"(?<=[.!?])\s+", m.group(2)) if sentence]
-            candidates += [("profile", m.group(3), f"{m.group(1)}: {m.group(2)}|{m.group(0)}")
-                           for m in _PROFILE_LINE.finditer(text)]
-        elif role == "user":
-            candidates += [("quote", None, s) for s in re.split(r"(?<=[.!?])\s+", text.strip())
-                           if s and not s.rstrip().endswith("?")]
-    best, best_key = None, (0,)
-    for position, candidate in enumerate(candidates):
-        score = len(wanted & _stems(candidate[2].split("|")[0]))
-        key = (score, int(candidate[1]) if candidate[1] is not None else float("inf"), position)
-        if score and key > best_key:
-            best, best_key = candidate, key
+    words, verb = asked
+    wanted = (words - _GENERIC) or words
+    best, best_key = None, None
+    for item in _evidence(messages[:-1]):
+        topic = item.text.split("|")[0]
+        if verb is not None:
+            if not _is_statement(item, words, verb):
+                continue
+            cover = 1
+        else:
+            shared = wanted & _stems(topic)
+            if not shared:
+                continue
+            cover = int(shared == wanted)
+        key = (_is_statement(item, words, verb), not item.superseded, item.current, cover,
+               item.turn if item.turn is not None else float("inf"), item.position)
+        if best_key is None or key > best_key:
+            best, best_key = item, key
     if best is None:
-        return "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
-    kind, turn_id, text = best
-    where = f" (turn {turn_id})" if turn_id is not None else ""
-    if kind == "profile":
-        fact, _, line = text.partition("|")
+        return DONT_KNOW
+    where = f" (turn {best.turn})" if best.turn is not None else ""
+    if best.kind == "note":
+        label, value = best.text.split("|")
+        return f'You told me{where} that your {label} is now "{value}".'
+    if best.kind == "profile":
+        fact, _, line = best.text.partition("|")
         stale = " It may be out of date, so please confirm." if "possibly outdated" in line else ""
         return f"Your profile says{where}: {fact}.{stale}"
-    return f'You told me{where}: "{text.strip()}"'
+    return f'You told me{where}: "{best.text}"'
 
 
 def _noted(messages: list[dict]) -> str | None:

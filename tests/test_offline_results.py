@@ -38,7 +38,8 @@ class LearnerSession:
                 for c in message.tool_calls]})
             for call in message.tool_calls:
                 result = TOOLS[call.function.name](**json.loads(call.function.arguments))
-                self.messages.append({"role": "tool", "tool_call_id": call.id, "content": self.encode(result)})
+                self.messages.append({"role": "tool", "tool_call_id": call.id,
+                                      "content": self.encode(result)})
 
     def reset(self):
         self.messages = self.messages[:1]

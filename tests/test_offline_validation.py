@@ -1,4 +1,4 @@
-"""The stand-in validates chat requests like the published API: every malformed one is a 400 naming the field."""
+"""The stand-in validates chat requests like the published API: a malformed one is a 400 naming the field."""
 import json
 
 import httpx2
@@ -178,7 +178,8 @@ def test_stop_sequence_cuts_the_reply(client):
 
 # ---------------------------------------------------------------- fuzzing: never a 500, always a message
 
-JUNK = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8)
+JUNK = st.recursive(SCALARS,
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
                                                                                 max_size=3), max_leaves=8)
 FIELDS = ["model", "messages", "tools", "tool_choice", "temperature", "max_tokens", "n", "stream", "stop",

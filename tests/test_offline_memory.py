@@ -1,0 +1,135 @@
+"""The stand-in's memory rule: questions about the user are answered from what the user said."""
+import pytest
+
+from helpers.offline_policy import decide
+from helpers.offline_tasks import DONT_KNOW, asked_about_user
+from helpers.tools import tool_schemas
+
+TOOLS = tool_schemas()
+SYSTEM = {"role": "system", "content": "You are a campus assistant for Larkspur University."}
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def conversation(*said):
+    """The user's statements, each answered by the assistant, as a full history."""
+    out = [SYSTEM]
+    for text in said:
+        out += [user(text), {"role": "assistant", "content": "Noted."}]
+    return out
+
+
+def ask(history, question):
+    decision = decide(history + [user(question)], TOOLS)
+    assert not decision.tool_calls, f"{question!r} was sent to a tool: {decision.tool_calls}"
+    return decision.content
+
+
+HISTORY = conversation(
+    "Hi! My advisor is Dr. Lee. I live in Oakland.",
+    "My locker number is 42, and my interview is on Friday at 10:00.",
+    "I study data science and my cat is called Miso.",
+    "Actually, my advisor is now Dr. Okafor.",
+    "My favourite coffee order is a flat white.",
+)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Who is my advisor?", "Dr. Okafor"),
+    ("who's my advisor?", "Dr. Okafor"),
+    ("What's my advisor's name?", "Dr. Okafor"),
+    ("Do you remember my advisor?", "Dr. Okafor"),
+    ("Remind me of my advisor, please.", "Dr. Okafor"),
+    ("Tell me my advisor again", "Dr. Okafor"),
+    ("What's my locker number?", "42"),
+    ("what is my locker number again?", "42"),
+    ("Do you still remember what my locker number is?", "42"),
+    ("When is my interview?", "Friday at 10:00"),
+    ("What did I tell you about my interview?", "Friday"),
+    ("Where do I live?", "Oakland"),
+    ("What do I study?", "data science"),
+    ("What's my cat called?", "Miso"),
+    ("Which coffee order did I say?", "flat white"),
+    ("What is my favourite coffee order?", "flat white"),
+])
+def test_paraphrased_questions_find_the_statement(question, expected):
+    assert expected in ask(HISTORY, question)
+
+
+@pytest.mark.parametrize("question", ["Who is my roommate?", "What's my pet's name?", "Where do I work?",
+                                      "When is my dentist appointment?", "Who am I?", "Do you know my room?"])
+def test_what_was_never_said_is_not_invented(question):
+    assert ask(HISTORY, question) == DONT_KNOW
+
+
+def test_the_newest_statement_wins():
+    assert "Dr. Okafor" in ask(HISTORY, "Who is my advisor?")
+    later = HISTORY + conversation("Sorry, my advisor is Dr. Lee again after all.")[1:]
+    assert "Dr. Lee" in ask(later, "Who is my advisor?")
+
+
+def test_campus_questions_still_go_to_the_tools():
+    decision = decide(HISTORY + [user("When does the AI club meet?")], TOOLS)
+    assert decision.tool_calls and decision.tool_calls[0][0] == "search_campus_info"
+
+
+def test_questions_about_the_user_never_go_to_campus_search():
+    for question in ["Who is my advisor?", "Who is my roommate?", "When is my office hours slot?"]:
+        assert not decide([SYSTEM, user(question)], TOOLS).tool_calls
+
+
+def test_the_assistants_words_are_not_the_users():
+    history = [SYSTEM, user("Hi"), {"role": "assistant", "content": "My advisor is Dr. Strange."}]
+    assert ask(history, "Who is my advisor?") == DONT_KNOW
+
+
+def test_recalled_turns_in_a_memory_block_count_with_their_turn_ids():
+    block = {"role": "system", "content": 'Recalled earlier turns:\n[turn 3] user: "My advisor is Dr. Lee."\n'
+                                          '[turn 40] user: "My advisor is now Dr. Okafor."'}
+    expected = 'You told me (turn 40): "My advisor is now Dr. Okafor."'
+    assert ask([SYSTEM, block], "Who's my advisor?") == expected
+
+
+def test_a_statement_marked_superseded_gives_way_to_the_current_value():
+    block = {"role": "system", "content": 'Recalled earlier turns:\n[turn 3] user: "My room is B12." '
+                                          '(superseded at turn 30: room is now "C7")'}
+    assert ask([SYSTEM, block], "What is my room?") == 'You told me (turn 30) that your room is now "C7".'
+
+
+def test_a_profile_line_that_names_what_it_superseded_is_current():
+    block = {"role": "system", "content": "User profile:\n"
+                                          '- room: C7 (turn 30, 2026-11-30; superseded "B12" from turn 3)'}
+    recalled = {"role": "system", "content": '[turn 31] user: "I left my room keys in B12 yesterday."'}
+    assert ask([SYSTEM, block, recalled], "Which room is mine? What's my room?").startswith(
+        "Your profile says (turn 30): room: C7")
+
+
+def test_a_facts_block_without_turn_ids_is_read_and_its_markers_honoured():
+    block = {"role": "system", "content": "You are a campus assistant.\nWhat you know about the user:\n"
+                                          "- advisor: Dr. Okafor (current)\n- advisor: Dr. Lee (superseded)"}
+    assert "Dr. Okafor" in ask([block], "Who is my advisor?")
+
+
+def test_a_stale_profile_fact_is_flagged():
+    block = {"role": "system",
+             "content": "User profile:\n- advisor: Dr. Lee (turn 2, 2025-01-10; possibly outdated)"}
+    assert ask([SYSTEM, block], "Who is my advisor?").endswith("please confirm.")
+
+
+@pytest.mark.parametrize("question, words, verb", [
+    ("What's my locker number?", {"locker", "number"}, None),
+    ("Who is my academic advisor this term?", {"academic", "advisor"}, None),
+    ("What's my advisor's name?", {"advisor"}, None),
+    ("Where do I live?", set(), "live"),
+    ("Who am I?", {"name"}, None),
+])
+def test_what_a_question_asks_about(question, words, verb):
+    assert asked_about_user(question) == (words, verb)
+
+
+@pytest.mark.parametrize("question", ["When does the AI club meet?", "How many days until that?",
+                                      "Where is the library?", "What time is it?"])
+def test_other_questions_are_not_about_the_user(question):
+    assert asked_about_user(question) is None
