@@ -1,39 +1,48 @@
-"""Per-turn cost of keeping a long tool-heavy history under a token budget.
+"""What keeping a long tool-heavy history under a token budget costs, ours against LangChain's.
 
 Builds a 10,000-turn conversation (0-3 tool-calling steps per turn, some with
-parallel calls) and, turn by turn, measures:
+parallel calls) and measures, in the same run, repeated over several runs:
 
-  ours (session)   TurnIndex.extend(new turn) + trim_to_budget(B) + validate(), every turn
-  ours (+messages) the same plus materialising index.messages (the list you would send)
-  ours (pure)      trim_to_budget(full list, B) from scratch, on sampled turns
-  langchain        langchain_core.messages.trim_messages(full list, max_tokens=B,
-                   strategy="last", start_on="human", include_system=True), on sampled turns
+  langchain_core.messages.trim_messages(list, max_tokens=B, strategy="last",
+      start_on="human", include_system=True)                 on the 10,000-turn and the 100-turn list
+  helpers.history.trim_to_budget(list, B)      the readable pure function (notebook 07), same two lists
+  helpers.fast_trim.trim_to_budget(list, B)    its faster twin, same two lists
+  the readable one again, then reading .kept and .dropped     (numbering turns is O(history))
+  what ChatSession runs per turn today: TurnIndex.extend(new turn) + trim_to_budget(B) + .messages,
+      then the same plus its save point (copy.deepcopy of the index, message dicts shared)
+  a session that keeps only its window and trims it with fast_trim.trim_to_budget every turn
+      (reading .kept and .dropped, as a session must; its save point is the old list itself)
 
-Every row uses the same budget and the same counts (approx_tokens, no per-request
-overhead). The full-list rows (ours and LangChain's) look precomputed counts up,
-so they pay no counting cost; the session row counts each new message once.
-LangChain outputs are converted back to dicts and checked with find_problems. A
-second table trims before every model call under tight budgets, where the
-current turn may not fit. Times are CPU time (time.process_time), which stays
-steady on a busy shared machine where wall time does not. Needs langchain-core (pip install langchain-core).
-Run: python benchmarks/trim_benchmark.py [--turns N] [--budget B] [--every K]
+Every row uses the same budget and the same counts (approx_tokens, precomputed and
+looked up, no per-request overhead). Times are CPU time (time.process_time), steadier
+than wall time on a busy shared machine; each run reports per-call or per-turn
+microseconds, and the table shows the median run with the spread (min-max) over runs.
+Ratios are taken within each run. Every output is checked with find_problems. A second
+table trims before every model call under tight budgets, where the current turn may
+not fit. Needs langchain-core (pip install langchain-core).
+Run: python benchmarks/trim_benchmark.py [--turns N] [--small N] [--budget B] [--runs R]
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from helpers import fast_trim  # noqa: E402
 from helpers.history import TurnIndex, approx_tokens, find_problems, trim_to_budget  # noqa: E402
 
 TOOLS = ["room_lookup", "course_search", "library_hours", "shuttle_times", "dining_menu"]
 WORDS = ("Larkspur quad library shuttle Hale room seminar Birch lab open closed noon evening free booked "
          "north south cafe menu exam week registrar office hours parking permit").split()
+SYSTEM = {"role": "system", "content": "You are Lark, the Larkspur University campus assistant. " * 3}
+SESSION_TURNS = 2_000  # turns a session row runs through per run; its cost per turn is flat after ~40
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -60,11 +69,52 @@ def build_turns(n_turns: int, seed: int = 7) -> list[list[dict]]:
     return turns
 
 
+def per_call(function, repeats: int) -> float:
+    """CPU microseconds per call of ``function()``, over ``repeats`` calls."""
+    start = time.process_time()
+    for _ in range(repeats):
+        function()
+    return (time.process_time() - start) / repeats * 1e6
+
+
+def index_per_turn(turns: list[list[dict]], budget: int, count, save_point: bool) -> float:
+    """ChatSession's path today, per turn: TurnIndex extend + trim + messages (+ its deepcopy save point)."""
+    index = TurnIndex([SYSTEM], count=count, overhead=0)
+    start = time.process_time()
+    for turn in turns:
+        if save_point:
+            copy.deepcopy(index, {id(m): m for m in index.messages})
+        index.extend(turn)
+        index.trim_to_budget(budget)
+        sent = index.messages
+    elapsed = time.process_time() - start
+    assert not find_problems(sent)
+    return elapsed / len(turns) * 1e6
+
+
+def window_per_turn(turns: list[list[dict]], budget: int, count) -> float:
+    """A session that keeps only its window and trims it with the pure function every turn."""
+    window, ids, dropped = [SYSTEM], [], 0
+    start = time.process_time()
+    for t, turn in enumerate(turns):
+        trimmed = fast_trim.trim_to_budget(window + turn, budget, count=count, turn_ids=ids + [t], overhead=0)
+        window, ids = trimmed.messages, trimmed.kept
+        dropped += len(trimmed.dropped)
+    elapsed = time.process_time() - start
+    assert not find_problems(window) and ids[-1] == len(turns) - 1 and dropped + len(ids) == len(turns)
+    return elapsed / len(turns) * 1e6
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):,.1f} ({min(values):,.1f}-{max(values):,.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=10_000, help="turns in the long history")
+    parser.add_argument("--small", type=int, default=100, help="turns in the short history")
     parser.add_argument("--budget", type=int, default=8_000, help="token budget B")
-    parser.add_argument("--every", type=int, default=50, help="time the full-list trims on every Nth turn")
+    parser.add_argument("--runs", type=int, default=5, help="how many times to measure everything")
     args = parser.parse_args()
     try:
         from langchain_core.messages import convert_to_messages, convert_to_openai_messages, trim_messages
@@ -73,99 +123,100 @@ def main() -> None:
               "Install it with:  pip install langchain-core   and run this script again.")
         sys.exit(1)
 
-    system = {"role": "system", "content": "You are Lark, the Larkspur University campus assistant. " * 3}
     turns = build_turns(args.turns)
-    n_messages = 1 + sum(len(t) for t in turns)
-    print(f"history: {args.turns} turns, {n_messages} messages, "
-          f"{sum(len(t) - 2 for t in turns)} tool-call messages; budget B = {args.budget} tokens")
+    long = [SYSTEM] + [m for turn in turns for m in turn]
+    short = [SYSTEM] + [m for turn in turns[: args.small] for m in turn]
+    costs = {id(m): approx_tokens(m) for m in long}
+    lookup = lambda m: costs[id(m)]  # noqa: E731 - the same precomputed counts LangChain gets
+    lc_long, lc_short = convert_to_messages(long), convert_to_messages(short)
+    lc_costs = {id(m): approx_tokens(d) for m, d in zip(lc_long + lc_short, long + short)}
 
-    # (a) our session path, every turn
-    index = TurnIndex([system], overhead=0)
-    ours = ours_messages = 0.0
-    for turn in turns:
-        start = time.process_time()
-        index.extend(turn)
-        index.trim_to_budget(args.budget)
-        problems = index.validate()
-        middle = time.process_time()
-        _ = index.messages
-        ours += middle - start
-        ours_messages += time.process_time() - start
-        assert not problems
-    kept_turns = len(index.turn_ids)
+    def lc_count(messages: list) -> int:  # the list form trim_messages calls; partial copies counted on the spot
+        return sum(lc_costs[id(m)] if id(m) in lc_costs else approx_tokens(convert_to_openai_messages(m))
+                   for m in messages)
 
-    # full-list rows, sampled: pure trim_to_budget and LangChain on the same growing list
-    costs: dict[int, int] = {}
+    def lc_trim(messages: list) -> list:
+        return trim_messages(messages, max_tokens=args.budget, token_counter=lc_count, strategy="last",
+                             start_on="human", include_system=True)
 
-    def lc_count(messages: list) -> int:  # list form: what trim_messages builds from a per-message counter
-        total = 0
-        for m in messages:  # precomputed; partial copies made by allow_partial=True are counted on the spot
-            cost = costs.get(id(m))
-            total += cost if cost is not None else approx_tokens(convert_to_openai_messages(m))
-        return total
+    def ours(trim, messages):
+        return lambda: trim(messages, args.budget, count=lookup, overhead=0)
 
-    full: list[dict] = [system]
-    lc_list: list = []
-    dict_costs = {id(m): approx_tokens(m) for m in [system] + [m for turn in turns for m in turn]}
-    lookup = lambda m: dict_costs[id(m)]  # noqa: E731 - the same precomputed counts LangChain gets
-    warm = convert_to_messages([system] + turns[0])  # first calls pay one-off import/setup costs: keep them out
-    costs.update((id(m), approx_tokens(d)) for m, d in zip(warm, [system] + turns[0]))
-    for partial in (False, True):
-        trim_messages(warm, max_tokens=args.budget, token_counter=lc_count, strategy="last", start_on="human",
-                      include_system=True, allow_partial=partial)
-    pure_time = lc_time = lc_partial_time = 0.0
-    samples = invalid = invalid_partial = lost = lost_partial = 0
-    for t, turn in enumerate(turns):
-        full.extend(turn)
-        new = convert_to_messages([system] if t == 0 else []) + convert_to_messages(turn)
-        for message, source in zip(new, ([system] if t == 0 else []) + turn):
-            costs[id(message)] = approx_tokens(source)
-        lc_list.extend(new)
-        if (t + 1) % args.every:
-            continue
-        samples += 1
-        start = time.process_time()
-        pure = trim_to_budget(full, args.budget, overhead=0, count=lookup)
-        pure_time += time.process_time() - start
-        for partial in (False, True):
-            start = time.process_time()
-            out = trim_messages(lc_list, max_tokens=args.budget, token_counter=lc_count, strategy="last",
-                                start_on="human", include_system=True, allow_partial=partial)
-            elapsed = time.process_time() - start
-            dicts = convert_to_openai_messages(out)
-            bad = bool(find_problems(dicts))
-            missing = not any(m.get("role") == "user" and m.get("content") == turn[0]["content"] for m in dicts)
-            if partial:
-                lc_partial_time, invalid_partial, lost_partial = (lc_partial_time + elapsed, invalid_partial + bad,
-                                                                  lost_partial + missing)
-            else:
-                lc_time, invalid, lost = lc_time + elapsed, invalid + bad, lost + missing
-        assert find_problems(pure.messages) == [] and pure.kept[-1] == t
+    def read_ids(messages):
+        def run():
+            result = trim_to_budget(messages, args.budget, count=lookup, overhead=0)
+            return result.kept, result.dropped
+        return run
 
-    per_turn = lambda total, n: total / n * 1e6  # noqa: E731
-    ours_us, ours_msg_us = per_turn(ours, len(turns)), per_turn(ours_messages, len(turns))
-    pure_us, lc_us, lc_p_us = (per_turn(x, samples) for x in (pure_time, lc_time, lc_partial_time))
-    print(f"our index kept {kept_turns} turns at the end; full-list rows sampled on every {args.every}th turn "
-          f"({samples} samples, list growing to {n_messages} messages)\n")
-    print(f"{'path':52} {'us/turn':>10} {'langchain / this':>17} {'invalid outputs':>16} {'lost question':>14}")
-    rows = [("ours: TurnIndex append + trim_to_budget + validate", ours_us, "0 / every turn", "0"),
-            ("ours: same + materialise index.messages", ours_msg_us, "0 / every turn", "0"),
-            ("ours: trim_to_budget(full list) from scratch", pure_us, f"0 / {samples}", "0"),
-            ("langchain trim_messages (allow_partial=False)", lc_us, f"{invalid} / {samples}", f"{lost}"),
-            ("langchain trim_messages (allow_partial=True)", lc_p_us, f"{invalid_partial} / {samples}",
-             f"{lost_partial}")]
-    for name, us, bad, lost_q in rows:
-        print(f"{name:52} {us:10.1f} {lc_us / us:16.1f}x {bad:>16} {lost_q:>14}")
-    print(f"\nsummary: ours {ours_us:.1f} us/turn, langchain {lc_us:.1f} us/turn, ratio {lc_us / ours_us:.0f}x; "
-          f"langchain invalid outputs {invalid} / {samples} (allow_partial=True: {invalid_partial} / {samples})")
-    print("'langchain / this' compares with the allow_partial=False row. 'invalid outputs' = find_problems "
-          "rejected the trimmed list; 'lost question' = the newest user message was not in it.")
-    tight_budgets(system, trim_messages, convert_to_messages, convert_to_openai_messages)
+    kept = {}
+    for messages, lc_messages in ((long, lc_long), (short, lc_short)):  # same answers; warm every path up
+        readable = trim_to_budget(messages, args.budget, count=lookup, overhead=0)
+        fast = fast_trim.trim_to_budget(messages, args.budget, count=lookup, overhead=0)
+        assert (fast.messages, fast.tokens, fast.kept) == (readable.messages, readable.tokens, readable.kept)
+        assert not find_problems(readable.messages) and not find_problems(convert_to_openai_messages(
+            lc_trim(lc_messages)))
+        kept[len(messages)] = len(readable.kept)
+    n_messages, n_kept = len(long), kept[len(long)]
+    print(f"history: {args.turns:,} turns, {n_messages:,} messages, {sum(len(t) - 2 for t in turns):,} "
+          f"tool-call messages; budget B = {args.budget:,} tokens keeps the newest {n_kept} turns; "
+          f"short history: {args.small} turns, {len(short):,} messages (keeps {kept[len(short)]}); "
+          f"{args.runs} runs\n")
+
+    rows = {}
+    long_label, short_label = f"{args.turns:,} turns", f"{args.small:,} turns"
+    paths = [
+        (f"langchain trim_messages, {long_label}", lambda: per_call(lambda: lc_trim(lc_long), 5)),
+        (f"langchain trim_messages, {short_label}", lambda: per_call(lambda: lc_trim(lc_short), 100)),
+        (f"history.trim_to_budget (readable), {long_label}", lambda: per_call(ours(trim_to_budget, long), 200)),
+        (f"history.trim_to_budget (readable), {short_label}",
+         lambda: per_call(ours(trim_to_budget, short), 200)),
+        (f"fast_trim.trim_to_budget, {long_label}", lambda: per_call(ours(fast_trim.trim_to_budget, long), 300)),
+        (f"fast_trim.trim_to_budget, {short_label}",
+         lambda: per_call(ours(fast_trim.trim_to_budget, short), 300)),
+        (f"readable + read .kept and .dropped, {long_label}", lambda: per_call(read_ids(long), 5)),
+        ("ChatSession today: TurnIndex extend+trim+messages", lambda: index_per_turn(
+            turns[:SESSION_TURNS], args.budget, lookup, save_point=False)),
+        ("ChatSession today, with its deepcopy save point", lambda: index_per_turn(
+            turns[:SESSION_TURNS], args.budget, lookup, save_point=True)),
+        ("session on its window: fast_trim + .kept/.dropped", lambda: window_per_turn(
+            turns[:SESSION_TURNS], args.budget, lookup)),
+    ]
+    for run in range(args.runs):
+        for name, measure in paths:
+            rows.setdefault(name, []).append(measure())
+    lc_long_times = rows[paths[0][0]]
+    print(f"{'path':54} {'us per call/turn: median (min-max)':>36} {'langchain ' + long_label + ' / this':>30}")
+    for name, times in rows.items():
+        ratios = [lc / t for lc, t in zip(lc_long_times, times)]
+        print(f"{name:54} {spread(times):>36} {spread(ratios) + 'x':>30}")
+
+    def ratio(top: str, bottom: str) -> list[float]:
+        return [a / b for a, b in zip(rows[top], rows[bottom])]
+
+    print("\ntargets (ratios within each run; median (min-max) over runs):")
+    checks = [
+        (f"fast_trim at {long_label} vs langchain, >= 200x",
+         ratio(paths[0][0], paths[4][0]), lambda r: r >= 200),
+        (f"readable at {long_label} vs langchain, >= 200x",
+         ratio(paths[0][0], paths[2][0]), lambda r: r >= 200),
+        (f"fast_trim {long_label} / {short_label}, <= 2x", ratio(paths[4][0], paths[5][0]), lambda r: r <= 2),
+        (f"readable {long_label} / {short_label}, <= 2x", ratio(paths[2][0], paths[3][0]), lambda r: r <= 2),
+        ("ChatSession's trim per turn (TurnIndex) vs langchain, >= 1,000x",
+         ratio(paths[0][0], paths[7][0]), lambda r: r >= 1000),
+        ("  the same with its save point, >= 1,000x", ratio(paths[0][0], paths[8][0]), lambda r: r >= 1000),
+        ("  a session trimming its window with fast_trim, >= 1,000x",
+         ratio(paths[0][0], paths[9][0]), lambda r: r >= 1000),
+    ]
+    for name, values, ok in checks:
+        verdict = "met in every run" if all(map(ok, values)) else (
+            "met by the median" if ok(statistics.median(values)) else "NOT met")
+        print(f"  {name:66} {spread(values) + 'x':>28}  {verdict}")
+    tight_budgets(trim_messages, convert_to_messages, convert_to_openai_messages)
 
 
-def tight_budgets(system, trim_messages, convert_to_messages, convert_to_openai_messages) -> None:
+def tight_budgets(trim_messages, convert_to_messages, convert_to_openai_messages) -> None:
     """Correctness when the current turn may not fit: trim before every model call, mid-turn too."""
-    turns = build_turns(300, seed=3)
+    system, turns = SYSTEM, build_turns(300, seed=3)
     print("\ntight budgets, 300 turns, trimming before every model call (after the user message and after "
           "each batch of tool results):")
     print(f"{'budget':>7} {'calls':>6} | {'langchain start_on=human':>25} | {'langchain no start_on':>22} | "

@@ -6,8 +6,10 @@ next user message; trimming only ever drops whole turns, so a tool call is never
 separated from its result and the list sent to the server stays valid.
 
 - ``find_problems`` / ``split_turns``: what a strict server would reject; the turns.
+- ``turn_spans`` / ``turns_newest_first``: where each turn starts and ends, oldest or newest first.
 - ``trim_to_turns`` / ``trim_to_budget``: keep the system part, pinned turns and the
-  newest whole turns that fit.
+  newest whole turns that fit. They walk back from the newest message and check only
+  what they keep, so a trim costs O(kept turns), however long the history.
 - ``approx_tokens``: estimate before sending (``helpers.ledger.UsageLedger`` learns the
   exact costs from the ``usage.prompt_tokens`` the server reports afterwards).
 - ``TurnIndex``: the same trimming, incrementally, for a session's growing history.
@@ -15,13 +17,15 @@ separated from its result and the list sent to the server stays valid.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Hashable, Iterable, Sequence
+from functools import cached_property
+from itertools import islice
+from typing import Any, Callable, Collection, Hashable, Iterable, Iterator, Sequence
+
+from helpers.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 SYSTEM_ROLES = frozenset({"system", "developer"})
 ORPHAN_PHRASE = "messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
-MESSAGE_OVERHEAD = 4  # approx tokens of framing around every message
-REQUEST_OVERHEAD = 3  # approx tokens every request adds to prime the reply (add tool schemas if you send tools)
 IMAGE_TOKENS = 85  # rough cost of a non-text content part
 
 TokenCounter = Callable[[dict], int]
@@ -49,6 +53,38 @@ def _role(message: Any) -> Any:
 # ----------------------------------------------------------------------------- turns and validity
 
 
+def system_end(messages: Sequence[dict]) -> int:
+    """How many system/developer messages open the list: the system part every trim keeps."""
+    first = 0
+    while first < len(messages) and _role(messages[first]) in SYSTEM_ROLES:
+        first += 1
+    return first
+
+
+def _starts_turn(message: Any) -> bool:
+    return type(message) is dict and message.get("role") == "user"
+
+
+def turn_spans(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of every turn after the system part, oldest first (``messages[start:end]``)."""
+    start = system_end(messages)
+    for i in range(start + 1, len(messages)):
+        if _starts_turn(messages[i]):
+            yield start, i
+            start = i
+    if start < len(messages):
+        yield start, len(messages)
+
+
+def turns_newest_first(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
+    """The same spans newest first, found walking back: taking k turns reads only those k turns."""
+    first, end = system_end(messages), len(messages)
+    for i in range(end - 1, first - 1, -1):
+        if i == first or _starts_turn(messages[i]):
+            yield i, end
+            end = i
+
+
 def split_turns(messages: Sequence[dict]) -> tuple[list[dict], list[list[dict]]]:
     """Split into (leading system/developer messages, turns); each turn starts at a user message.
 
@@ -57,20 +93,7 @@ def split_turns(messages: Sequence[dict]) -> tuple[list[dict], list[list[dict]]]
     other turn. System messages after the first non-system message stay inside
     the turn they appear in.
     """
-    system: list[dict] = []
-    turns: list[list[dict]] = []
-    i, n = 0, len(messages)
-    while i < n and _role(messages[i]) in SYSTEM_ROLES:
-        system.append(messages[i])
-        i += 1
-    current: list[dict] = []
-    for message in messages[i:]:
-        if (type(message) is dict and message.get("role") == "user") or not turns:
-            current = [message]
-            turns.append(current)
-        else:
-            current.append(message)
-    return system, turns
+    return list(messages[: system_end(messages)]), [list(messages[s:e]) for s, e in turn_spans(messages)]
 
 
 class _Ref(int):
@@ -309,48 +332,101 @@ class DroppedTurn:
     tokens: int
 
 
-@dataclass
 class TrimResult:
-    """What trimming kept (``messages``, turn ids in ``kept``) and dropped, and the kept total."""
+    """What trimming kept: ``messages`` to send, their total ``tokens``, and ``over_budget``.
 
-    messages: list[dict]
-    kept: list[Hashable]
-    dropped: list[DroppedTurn]
-    tokens: int
-    over_budget: bool = False  # True only when system + pinned + newest turn alone exceed the budget
+    ``over_budget`` is True only when system + pinned + newest turn alone exceed the budget.
+    ``kept`` (ids of the kept turns, oldest first) and ``dropped`` (a ``DroppedTurn`` per
+    left-out turn) are worked out when first read: numbering turns means counting every
+    turn of the history, O(history), while the trim itself costs O(kept turns). They are
+    read from the list that was trimmed, so read them before changing that list.
+    """
+
+    def __init__(self, messages: list[dict], tokens: int, over_budget: bool, *, source: Sequence[dict],
+                 spans: list[tuple[int, int]], turn_ids: Sequence[Hashable] | None, count: TokenCounter):
+        self.messages, self.tokens, self.over_budget = messages, tokens, over_budget
+        self._source, self._spans, self._turn_ids, self._count = source, spans, turn_ids, count
+
+    @cached_property
+    def kept(self) -> list[Hashable]:
+        """Ids of the kept turns, oldest first."""
+        return self._numbered[0]
+
+    @cached_property
+    def dropped(self) -> list[DroppedTurn]:
+        """The turns left out, oldest first, with their messages and token counts."""
+        return self._numbered[1]
+
+    @cached_property
+    def _numbered(self) -> tuple[list[Hashable], list[DroppedTurn]]:
+        source, kept_starts = self._source, {start for start, _ in self._spans}
+        spans = list(turn_spans(source))
+        ids = _checked_ids(self._turn_ids, len(spans))
+        kept = [ids[t] for t, (start, _) in enumerate(spans) if start in kept_starts]
+        dropped = [DroppedTurn(ids[t], list(source[start:end]), sum(map(self._count, source[start:end])))
+                   for t, (start, end) in enumerate(spans) if start not in kept_starts]
+        return kept, dropped
+
+    def __repr__(self) -> str:
+        return (f"TrimResult({len(self.messages)} messages, {len(self._spans)} turns kept, "
+                f"tokens={self.tokens}, over_budget={self.over_budget})")
 
 
-def _prepare(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None, pinned: Collection[Hashable]):
-    problems = find_problems(messages)
-    if problems:
-        raise HistoryError.invalid(problems)
-    system, turns = split_turns(messages)
-    ids = list(range(len(turns))) if turn_ids is None else list(turn_ids)
-    if len(ids) != len(turns):
-        raise HistoryError(f"turn_ids has {len(ids)} ids but the history has {len(turns)} turns; "
+def _checked_ids(turn_ids: Sequence[Hashable] | None, n_turns: int) -> Sequence[Hashable]:
+    if turn_ids is None:
+        return range(n_turns)
+    ids = list(turn_ids)
+    if len(ids) != n_turns:
+        raise HistoryError(f"turn_ids has {len(ids)} ids but the history has {n_turns} turns; "
                            "pass one id per turn (see split_turns) or leave turn_ids out")
     if len(set(ids)) != len(ids):
         raise HistoryError("turn_ids contains duplicates; give every turn its own id")
-    pinned_set = set(pinned)
-    return system, turns, ids, [i in pinned_set for i in ids]
+    return ids
 
 
-def _result(system, turns, ids, keep, costs, overhead, over_budget=False) -> TrimResult:
-    out, kept, dropped = list(system), [], []
-    total = overhead + sum(costs[0])
-    for t, turn in enumerate(turns):
-        if keep[t]:
-            out.extend(turn)
-            kept.append(ids[t])
-            total += costs[t + 1]
-        else:
-            dropped.append(DroppedTurn(ids[t], turn, costs[t + 1]))  # split_turns made fresh lists
-    return TrimResult(out, kept, dropped, total, over_budget)
+def _pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
+                  pinned: Collection[Hashable]) -> dict[int, int]:
+    """start -> end of every pinned turn, found walking forward to the last of them."""
+    pinned = set(pinned)
+    if turn_ids is None:
+        wanted = pinned  # a turn's default id is its position
+    else:
+        wanted = {turn_ids.index(turn_id) for turn_id in pinned if turn_id in turn_ids}
+    spans: dict[int, int] = {}
+    for position, (start, end) in enumerate(turn_spans(messages) if wanted else ()):
+        if position in wanted:
+            spans[start] = end
+            wanted = wanted - {position}
+            if not wanted:
+                break
+    return spans
+
+
+def _trimmed(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_budget: bool,
+             turn_ids: Sequence[Hashable] | None, count: TokenCounter) -> TrimResult:
+    """The system part plus the kept turns in their original order, checked like a strict server would."""
+    spans = sorted(kept.items())
+    first = system_end(messages)
+    out = list(messages[:first])
+    for start, end in spans:
+        out += messages[start:end]
+    checker = _Checker()
+    checker.feed_many(out)
+    problems = checker.problems + checker.pending()
+    if problems or not out:
+        where = list(range(first)) + [i for start, end in spans for i in range(start, end)]
+        raise HistoryError.invalid(_render(problems, where.__getitem__) or find_problems(out))
+    return TrimResult(out, tokens, over_budget, source=messages, spans=spans, turn_ids=turn_ids, count=count)
+
+
+def _require_list(messages: Any) -> None:
+    if not isinstance(messages, (list, tuple)):
+        raise HistoryError.invalid(find_problems(messages))
 
 
 def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequence[Hashable] | None = None,
                   pinned: Collection[Hashable] = (), count: TokenCounter = approx_tokens,
-                  overhead: int = REQUEST_OVERHEAD) -> TrimResult:
+                  overhead: int = REPLY_PRIMING) -> TrimResult:
     """Keep the system part, the newest ``max_turns`` turns and any older pinned turns.
 
     Pinned turns inside the newest ``max_turns`` count toward it; older pinned turns
@@ -358,16 +434,17 @@ def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequenc
     """
     if not isinstance(max_turns, int) or max_turns < 1:
         raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is always kept")
-    system, turns, ids, pins = _prepare(messages, turn_ids, pinned)
-    first = len(turns) - max_turns
-    keep = [t >= first or pins[t] for t in range(len(turns))]
-    costs = [[count(m) for m in system]] + [sum(map(count, turn)) for turn in turns]
-    return _result(system, turns, ids, keep, costs, overhead)
+    _require_list(messages)
+    kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
+    kept.update(islice(turns_newest_first(messages), max_turns))
+    tokens = overhead + sum(map(count, messages[: system_end(messages)]))
+    tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
+    return _trimmed(messages, kept, tokens, False, turn_ids, count)
 
 
 def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCounter = approx_tokens,
                    turn_ids: Sequence[Hashable] | None = None, pinned: Collection[Hashable] = (),
-                   overhead: int = REQUEST_OVERHEAD) -> TrimResult:
+                   overhead: int = REPLY_PRIMING) -> TrimResult:
     """Keep the system part, pinned turns and the newest whole turns whose total fits ``max_tokens``.
 
     The total is ``overhead`` (a fixed per-request cost) plus ``count`` of every kept
@@ -378,21 +455,25 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
     """
     if not isinstance(max_tokens, int) or max_tokens < 0:
         raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
-    system, turns, ids, pins = _prepare(messages, turn_ids, pinned)
-    costs = [[count(m) for m in system]] + [sum(map(count, turn)) for turn in turns]
-    keep = list(pins)
-    if turns:
-        keep[-1] = True
-    total = overhead + sum(costs[0]) + sum(costs[t + 1] for t in range(len(turns)) if keep[t])
-    over = total > max_tokens
-    for t in range(len(turns) - 2, -1, -1):
-        if keep[t]:
+    _require_list(messages)
+    kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
+    tokens = overhead + sum(map(count, messages[: system_end(messages)]))
+    tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
+    turns = turns_newest_first(messages)
+    for start, end in islice(turns, 1):  # the newest turn, kept whatever it costs
+        if start not in kept:
+            kept[start] = end
+            tokens += sum(map(count, messages[start:end]))
+    over_budget = tokens > max_tokens
+    for start, end in turns:  # then older turns, newest first, while they fit
+        if start in kept:
             continue
-        if total + costs[t + 1] > max_tokens:
+        cost = sum(map(count, messages[start:end]))
+        if tokens + cost > max_tokens:
             break
-        keep[t] = True
-        total += costs[t + 1]
-    return _result(system, turns, ids, keep, costs, overhead, over)
+        kept[start] = end
+        tokens += cost
+    return _trimmed(messages, kept, tokens, over_budget, turn_ids, count)
 
 
 # ----------------------------------------------------------------------------- incremental index
@@ -429,7 +510,7 @@ class TurnIndex:
     """
 
     def __init__(self, messages: Iterable[dict] = (), *, count: TokenCounter = approx_tokens,
-                 overhead: int = REQUEST_OVERHEAD, pinned: Collection[int] = ()):
+                 overhead: int = REPLY_PRIMING, pinned: Collection[int] = ()):
         self._count, self.overhead = count, overhead
         self._checker = _Checker()
         self._msgs: list = []  # system part, then (from _head) the window of newest turns

@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from helpers.history import REQUEST_OVERHEAD, HistoryError, TokenCounter, approx_tokens
+from helpers.history import HistoryError, TokenCounter, approx_tokens
+from helpers.tokens import REPLY_PRIMING
 
 
 @dataclass
@@ -87,7 +88,7 @@ class UsageLedger:
     equal "ok" messages keep separate shares); an equal copy falls back to its twin's.
     """
 
-    def __init__(self, estimate: TokenCounter = approx_tokens, overhead: int = REQUEST_OVERHEAD):
+    def __init__(self, estimate: TokenCounter = approx_tokens, overhead: int = REPLY_PRIMING):
         self.estimate = estimate
         self.overhead = overhead
         self.records: list[UsageRecord] = []

@@ -12,6 +12,9 @@ count that behaves the same way for the token-budget lessons:
 
 Because the total is a plain sum, the difference between two requests' prompt
 tokens is exactly the cost of the messages added in between.
+
+The two framing costs are defined here once and shared with every other counter
+(``helpers.history.approx_tokens``, the trimming overhead, the usage ledger).
 """
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ import json
 import re
 
 _PIECE = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
-MESSAGE_OVERHEAD = 4
-REPLY_PRIMING = 3
+MESSAGE_OVERHEAD = 4  # tokens of framing around every message
+REPLY_PRIMING = 3  # tokens every request adds to prime the reply (tool schemas come on top)
 
 
 def count_text(text: str | None) -> int:

@@ -1,13 +1,15 @@
 """Unit tests for helpers.history: validity rules, turns, trimming, the usage ledger and TurnIndex."""
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
+from helpers import fast_trim
 from helpers.history import (
     ORPHAN_PHRASE,
-    REQUEST_OVERHEAD,
     DroppedTurn,
     HistoryError,
     TurnIndex,
@@ -16,8 +18,12 @@ from helpers.history import (
     split_turns,
     trim_to_budget,
     trim_to_turns,
+    turn_spans,
+    turns_newest_first,
 )
 from helpers.ledger import UsageLedger
+from helpers import tokens as tokens_module
+from helpers.tokens import REPLY_PRIMING
 
 SYSTEM = {"role": "system", "content": "You are the Larkspur University campus assistant."}
 
@@ -201,12 +207,13 @@ def test_trim_refuses_an_invalid_list_and_lists_problems():
 
 
 def test_trim_checks_turn_ids_length():
+    trimmed = trim_to_turns(history(), 2, turn_ids=["a", "b"])
     with pytest.raises(HistoryError, match="turn_ids"):
-        trim_to_turns(history(), 2, turn_ids=["a", "b"])
+        trimmed.kept
 
 
 def test_trim_to_budget_keeps_everything_when_it_fits():
-    total = REQUEST_OVERHEAD + sum(approx_tokens(m) for m in history())
+    total = REPLY_PRIMING + sum(approx_tokens(m) for m in history())
     out = trim_to_budget(history(), total)
     assert out.messages == history() and out.dropped == [] and out.tokens == total
 
@@ -238,6 +245,116 @@ def test_dropped_report_has_ids_messages_and_tokens():
     out = trim_to_budget(history(), 0, turn_ids=["t-a", "t-b", "t-c", "t-d"])
     assert out.dropped[1] == DroppedTurn("t-b", history()[3:7], sum(approx_tokens(m) for m in history()[3:7]))
     assert [d.turn_id for d in out.dropped] == ["t-a", "t-b", "t-c"]
+
+
+class ReadCounter(list):
+    """A message list that counts how many of its messages are read (by index, slice or iteration)."""
+
+    reads = 0
+
+    def __getitem__(self, key):
+        item = super().__getitem__(key)
+        self.reads += len(item) if isinstance(key, slice) else 1
+        return item
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+
+def long_history(n_turns: int) -> list[dict]:
+    messages = [SYSTEM]
+    for t in range(n_turns):
+        messages += [user(f"question {t}"), asks(f"c{t}"), result(f"c{t}"), reply(f"answer {t}")]
+    return messages
+
+
+@pytest.mark.parametrize("trim", [trim_to_budget, fast_trim.trim_to_budget])
+def test_trim_to_budget_reads_only_the_turns_it_keeps(trim):
+    messages = ReadCounter(long_history(2_000))
+    counted = []
+    out = trim(messages, 400, count=lambda m: counted.append(m) or approx_tokens(m))
+    kept_messages = len(out.messages) - 1
+    assert 10 <= kept_messages <= 40 and not out.over_budget
+    assert len(counted) <= 1 + kept_messages + 4  # the system part, the kept turns and the one that did not fit
+    assert messages.reads <= 4 * (1 + kept_messages + 4)  # walk back, slice, copy: a few reads each, no more
+
+
+@pytest.mark.parametrize("trim", [trim_to_turns, fast_trim.trim_to_turns])
+def test_trim_to_turns_reads_only_the_turns_it_keeps(trim):
+    messages = ReadCounter(long_history(2_000))
+    counted = []
+    out = trim(messages, 3, count=lambda m: counted.append(m) or 1)
+    assert out.tokens == REPLY_PRIMING + 13 and len(counted) == 13
+    assert messages.reads <= 4 * 13
+
+
+def test_kept_and_dropped_are_worked_out_when_first_read():
+    counted = []
+    out = trim_to_turns(long_history(50), 2, count=lambda m: counted.append(m) or 1)
+    assert len(counted) == 1 + 8  # the trim counted only what it kept
+    assert out.kept == [48, 49] and len(out.dropped) == 48 and out.dropped[0].tokens == 4
+    assert len(counted) == 1 + 8 + 48 * 4  # reading dropped counted the dropped turns, once
+    assert out.dropped is out.dropped
+
+
+def test_a_broken_turn_that_is_dropped_no_longer_blocks_the_trim():
+    broken = history()[:3] + [result("stray")] + history()[3:]  # an orphan tool result inside turn 0
+    assert find_problems(broken)
+    out = trim_to_turns(broken, 2)
+    assert out.messages == [SYSTEM] + history()[7:] and out.kept == [2, 3]
+    assert out.dropped[0].messages == broken[1:4]
+
+
+def test_problems_in_kept_turns_are_numbered_as_in_the_list_passed_in():
+    broken = history()[:8] + [result("stray")] + history()[8:]  # an orphan result in turn 2 (message 8)
+    for trim in (trim_to_turns, fast_trim.trim_to_turns):
+        with pytest.raises(HistoryError) as info:
+            trim(broken, 2)
+        assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant message "
+                                       f"with tool_calls comes before it; {ORPHAN_PHRASE}"]
+
+
+def test_pinned_turns_are_found_by_their_ids():
+    ids = ["a", "b", "c", "d"]
+    out = trim_to_turns(history(), 1, turn_ids=ids, pinned={"b", "zz"})
+    assert out.kept == ["b", "d"] and out.messages == [SYSTEM] + history()[3:7] + history()[12:]
+    assert [d.turn_id for d in out.dropped] == ["a", "c"]
+
+
+def test_a_system_part_over_budget_is_reported_even_without_turns():
+    for trim in (trim_to_budget, fast_trim.trim_to_budget):
+        out = trim([SYSTEM], 1)
+        assert out.over_budget and out.messages == [SYSTEM] and out.kept == [] and out.dropped == []
+
+
+def test_trimming_something_that_is_not_a_list_is_explained():
+    with pytest.raises(HistoryError, match="messages is of type dict"):
+        trim_to_budget(SYSTEM, 100)
+
+
+def test_turn_spans_agree_with_split_turns_both_ways():
+    messages = [SYSTEM, reply("Hi, I am Lark.")] + history()[1:]
+    _, turns = split_turns(messages)
+    spans = list(turn_spans(messages))
+    assert [messages[s:e] for s, e in spans] == turns
+    assert list(turns_newest_first(messages)) == spans[::-1]
+
+
+def test_fast_trim_takes_the_full_check_for_content_parts():
+    parts = [user("hi"), {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+    assert not fast_trim.plainly_valid(parts) and find_problems(parts) == []
+    assert fast_trim.trim_to_budget(parts, 100).messages == trim_to_budget(parts, 100).messages == parts
+
+
+def test_the_framing_constants_are_defined_once_in_tokens():
+    names = {"MESSAGE_OVERHEAD", "REQUEST_OVERHEAD", "REPLY_PRIMING"}
+    for module in ("history.py", "ledger.py"):
+        tree = ast.parse((Path(__file__).parents[1] / "helpers" / module).read_text())
+        assigned = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+                    if isinstance(t, ast.Name)}
+        assert not names & assigned, module
+    assert approx_tokens({"role": "", "content": ""}) == tokens_module.MESSAGE_OVERHEAD
 
 
 def test_approx_tokens_counts_tool_call_arguments():
@@ -306,7 +423,7 @@ def test_ledger_after_trimming_falls_back_then_becomes_exact_again():
 def test_ledger_reports_estimate_error():
     ledger, messages = UsageLedger(), history()
     entry = ledger.record(messages[:4], server_prompt(messages[:4]))
-    assert entry.error == REQUEST_OVERHEAD + sum(approx_tokens(m) for m in messages[:4]) - server_prompt(messages[:4])
+    assert entry.error == REPLY_PRIMING + sum(approx_tokens(m) for m in messages[:4]) - server_prompt(messages[:4])
     summary = ledger.summary()
     assert summary["requests"] == 1 and summary["mean_abs_error"] == abs(entry.error)
 

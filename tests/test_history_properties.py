@@ -1,4 +1,5 @@
-"""Property tests for helpers.history over generated tool-heavy conversations (about 11,000 cases)."""
+"""Property tests for helpers.history and helpers.fast_trim over generated tool-heavy conversations
+(about 16,000 cases)."""
 from __future__ import annotations
 
 import json
@@ -8,13 +9,16 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import fast_trim
 from helpers.history import (
+    HistoryError,
     TurnIndex,
     approx_tokens,
     find_problems,
     split_turns,
     trim_to_budget,
     trim_to_turns,
+    turn_spans,
 )
 from helpers.ledger import UsageLedger
 
@@ -210,3 +214,74 @@ def test_ledger_predictions_are_exact_when_it_says_so(case):
         assert ledger.cost(sent) == (reported, True)
         index.recount()
         assert index.tokens == reported
+
+
+def mutate(messages: list[dict], rng: random.Random) -> list[dict]:
+    """A copy with one to three messages duplicated, swapped, blanked or deleted anywhere."""
+    mutated = list(messages)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(mutated))
+        kind = rng.randrange(4)
+        if kind == 0:
+            mutated.insert(i, mutated[i])
+        elif kind == 1 and i + 1 < len(mutated):
+            mutated[i], mutated[i + 1] = mutated[i + 1], mutated[i]
+        elif kind == 2:
+            mutated[i] = {**mutated[i], "content": None}
+        elif len(mutated) > 1:
+            del mutated[i]
+    return mutated
+
+
+def outcome(trim, *args, **kwargs):
+    """Everything a trim reports, or the error it raised."""
+    try:
+        out = trim(*args, **kwargs)
+    except HistoryError as error:
+        return "error", str(error)
+    return out.messages, out.tokens, out.over_budget, out.kept, out.dropped
+
+
+@settings(FAST, max_examples=2000)
+@given(cases(max_turns=12))
+def test_fast_trim_equals_the_readable_version(case):
+    """fast_trim is only a faster way to the same answer: valid or broken lists, ids, pins, both limits."""
+    messages = case.messages if case.rng.random() < 0.6 else mutate(case.messages, case.rng)
+    _, turns = split_turns(messages)
+    turn_ids = [f"t{t}" for t in range(len(turns))] if case.rng.random() < 0.3 else None
+    pinned = {turn_ids[p] for p in case.pinned if p < len(turns)} if turn_ids else case.pinned
+    budget = case.rng.randint(0, 3 + sum(approx_tokens(m) for m in messages))
+    max_turns = case.rng.randint(1, 6)
+    for readable, fast, limit in ((trim_to_budget, fast_trim.trim_to_budget, budget),
+                                  (trim_to_turns, fast_trim.trim_to_turns, max_turns)):
+        assert outcome(fast, messages, limit, turn_ids=turn_ids, pinned=pinned) == outcome(
+            readable, messages, limit, turn_ids=turn_ids, pinned=pinned)
+
+
+@settings(FAST, max_examples=1500)
+@given(cases())
+def test_plainly_valid_never_accepts_what_find_problems_rejects(case):
+    messages = case.messages if case.rng.random() < 0.3 else mutate(case.messages, case.rng)
+    if fast_trim.plainly_valid(messages):
+        assert find_problems(messages) == []
+    if case.rng.random() < 0.5:  # the generated lists are plain, so the quick test accepts the valid ones
+        assert fast_trim.plainly_valid(case.messages)
+
+
+@settings(FAST, max_examples=1000)
+@given(cases(max_turns=12))
+def test_a_broken_turn_that_is_dropped_does_not_matter(case):
+    """Only the kept turns are checked: a stray tool result inside a dropped turn changes nothing kept."""
+    messages, pinned, max_turns = case.messages, case.pinned, case.rng.randint(1, 4)
+    out = trim_to_turns(messages, max_turns, pinned=pinned)
+    if not out.dropped:
+        return
+    victim = case.rng.choice(out.dropped).turn_id
+    start, _ = list(turn_spans(messages))[victim]
+    stray = {"role": "tool", "tool_call_id": "nobody", "content": "stray"}
+    broken = messages[: start + 1] + [stray] + messages[start + 1:]
+    assert find_problems(broken) != []
+    for trim in (trim_to_turns, fast_trim.trim_to_turns):
+        again = trim(broken, max_turns, pinned=pinned)
+        assert (again.messages, again.kept) == (out.messages, out.kept)
+        assert [d.turn_id for d in again.dropped] == [d.turn_id for d in out.dropped]
