@@ -1,23 +1,29 @@
-"""Which memory strategy keeps what matters, and at what cost? (evaluation, not a timed test)
+"""Which memory strategy keeps what matters, and at what cost, when facts change? (evaluation, not a timed test)
 
-Generates a deterministic 200-turn conversation with a student: campus questions
-answered from the Larkspur knowledge base, small talk, and 42 planted facts about the
-student ("My locker number is 4471."). Each fact is probed 30-70 turns later
-("What's my locker number?"). At every turn, each strategy assembles the request it would
-send (``helpers.memory.assembler.assemble_context``), and we measure:
+Runs the real ``ChatSession(memory=MemoryAssembler(), max_turns=6, max_tokens=BUDGET)`` with its
+tools against the offline stand-in, on conversations from ``helpers.memory.convgen``: several
+seeds (corrections, restatements, repeated and paraphrased probes, long assistant replies, tool
+calls) plus the earlier scripted conversation as one case. Every request the session sends
+goes through a recording transport, so the hybrid's numbers are those of the exact request
+bodies, tool schemas included, counted with ``helpers.tokens`` (the stand-in's own count).
 
-- prompt tokens per turn (the offline stand-in's tokenizer, ``helpers.tokens``);
-- evidence recall: the fraction of probes whose supporting fact (the exact value, e.g.
-  "4471") is present somewhere in the assembled context.
+For comparison, at the same point of the same conversation, each other strategy's first request
+is assembled from the same raw turns and the same memory state, tools included:
+full history, the window alone, the window plus one memory, and the hybrid with one layer off.
 
-Strategies: full history; a sliding window of the newest 6 turns; the window plus a
-rolling summary, plus recall of older turns (top 3), plus a profile; and the hybrid --
-all of them under one budget. The summariser and the profile extractor are the offline
-stand-in's documented rules and recall uses local MiniLM embeddings, so the run needs
-no key. Target for the hybrid: at most 15 % of full-history prompt tokens with at least
-95 % evidence recall. Writes ``benchmarks/memory_eval.png``.
+Per strategy and case:
 
-Run: python benchmarks/memory_eval.py [--budget 900] [--window 6] [--turns 200]
+- **tokens %**: mean first-request tokens per turn, as a share of full history's;
+- **recall**: probes whose current value is in the context (the question itself excluded);
+- **stale only**: probes whose context holds an older value of the fact but not the current one;
+- **both unmarked**: probes whose context holds the current value and an older one on a line
+  that does not say "superseded".
+
+Targets for the hybrid on every case: <= 15 % tokens, >= 95 % recall, 0 stale-only, 0 both-unmarked.
+A "long" turn asks for a long reply: the recording transport appends campus texts to the
+stand-in's final answer (about 400 tokens), standing in for a talkative model.
+
+Run: python benchmarks/memory_eval.py [--quick] [--seeds 1 2 3 4 5] [--budget 1500] [--turns 200]
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,217 +41,265 @@ os.environ.setdefault("WORKSHOP_BACKEND", "offline")
 os.environ.setdefault("WORKSHOP_NOW", "2026-11-30T10:00:00-08:00")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from helpers import tokens  # noqa: E402
-from helpers.client import get_client, get_settings  # noqa: E402
-from helpers.memory.assembler import Shares, assemble_context  # noqa: E402
-from helpers.memory.profile import ProfileMemory  # noqa: E402
-from helpers.memory.recall import RecallIndex  # noqa: E402
-from helpers.memory.summary import RollingSummary, Summariser  # noqa: E402
+import httpx2  # noqa: E402
+import openai  # noqa: E402
 
-SYSTEM = ("You are the Larkspur University campus assistant in an ongoing conversation. Use what the student told "
-          "you earlier; cite knowledge-base ids in square brackets.")
-# (statement, probe, evidence): the evidence string must appear in the context for the probe to be answerable
-FACTS = [
-    ("Hi! My name is Tamsin Okafor, by the way.", "What is my name?", "Tamsin Okafor"),
-    ("I'm vegetarian, so keep that in mind for dining tips.", "What did I say about my diet?", "vegetarian"),
-    ("I can't do mornings because of my bakery shifts.", "What did I say about mornings?", "can't do mornings"),
-    ("My goal is to finish the robotics certificate by June.", "What is my goal this year?", "robotics certificate"),
-    ("I prefer the north shuttle loop.", "Which shuttle did I say I prefer?", "north shuttle"),
-    ("My locker number is 4471.", "What's my locker number?", "4471"),
-    ("My student ID is LU-58213.", "What is my student ID?", "LU-58213"),
-    ("My academic advisor is Dr. Hollis Varga.", "Who is my academic advisor?", "Hollis Varga"),
-    ("My lab partner is Ines Moreau.", "Who is my lab partner?", "Ines Moreau"),
-    ("My dorm room is Wren House 312.", "What is my dorm room?", "Wren House 312"),
-    ("My bike is a green Brompton folding bike.", "What kind of bike do I have?", "green Brompton"),
-    ("My thesis is about coral bleaching in cold reefs.", "What is my thesis about?", "coral bleaching"),
-    ("My textbook budget is 120 dollars this term.", "What is my textbook budget?", "120 dollars"),
-    ("My sister Mira visits on December 12.", "When does my sister visit?", "December 12"),
-    ("My cat is called Biscuit.", "What's my cat called?", "Biscuit"),
-    ("My hometown is Port Ellery, up the coast.", "Where is my hometown?", "Port Ellery"),
-    ("I'm allergic to penicillin.", "What am I allergic to?", "penicillin"),
-    ("My piano lessons are on Wednesdays at 17:30.", "When are my piano lessons?", "17:30"),
-    ("My exam seat number is C-42.", "What is my exam seat number?", "C-42"),
-    ("My phone number ends in 0917.", "What does my phone number end in?", "0917"),
-    ("My part-time job is at the Quarry Street bakery.", "Where is my part-time job?", "Quarry Street bakery"),
-    ("My favourite study spot is the Harrow Library mezzanine.", "What's my favourite study spot?", "mezzanine"),
-    ("My minor is Scandinavian linguistics.", "What is my minor?", "Scandinavian linguistics"),
-    ("My mentor in the peer programme is Jonah Ekwueme.", "Who is my peer mentor?", "Jonah Ekwueme"),
-    ("My car is a blue 2009 Corolla.", "What car do I drive?", "2009 Corolla"),
-    ("My parking permit number is P-7730.", "What is my parking permit number?", "P-7730"),
-    ("My team in the hackathon is called Byte Lanterns.", "What is my hackathon team called?", "Byte Lanterns"),
-    ("My running club meets at the Osprey track.", "Where does my running club meet?", "Osprey track"),
-    ("My scholarship is the Calloway Award.", "Which scholarship do I have?", "Calloway Award"),
-    ("My laptop is a ThinkPad X13 with a cracked hinge.", "What laptop do I have?", "ThinkPad X13"),
-    ("My graduation year is 2029.", "What is my graduation year?", "2029"),
-    ("My roommate is Dev Castellanos.", "Who is my roommate?", "Dev Castellanos"),
-    ("My language exchange partner speaks Icelandic.", "What language does my exchange partner speak?",
-     "Icelandic"),
-    ("My blood type is O negative.", "What is my blood type?", "O negative"),
-    ("My emergency contact is my uncle Ravi Sandhu.", "Who is my emergency contact?", "Ravi Sandhu"),
-    ("My meal plan is the Silver 14 plan.", "Which meal plan am I on?", "Silver 14"),
-    ("My research lab is the Tidewater Ecology Lab.", "Which research lab am I in?", "Tidewater Ecology Lab"),
-    ("My favourite professor is Professor Anneli Strand.", "Who is my favourite professor?", "Anneli Strand"),
-    ("My bank card PIN reminder word is marigold.", "What is my PIN reminder word?", "marigold"),
-    ("My mailbox number at the student union is 2286.", "What is my mailbox number?", "2286"),
-    ("My choir section is second alto.", "Which choir section am I in?", "second alto"),
-    ("My dentist appointment is on January 9.", "When is my dentist appointment?", "January 9"),
-]
-SMALL_TALK = ["ok thanks", "thanks!", "great", "got it", "cool, thank you", "ok"]
-FILLER_FORMS = ["Tell me about the {t}.", "What should I know about {t}?", "Can you describe {t}?",
-                "I was wondering about {t}. What is it like?"]
-NEUTRAL_REPLIES = ["Got it, thanks for telling me.", "Thanks, noted for later.", "Understood."]
+from helpers import offline, tokens  # noqa: E402
+from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings  # noqa: E402
+from helpers.history import split_turns  # noqa: E402
+from helpers.memory.assembler import MemoryAssembler, assemble_context  # noqa: E402
+from helpers.memory.convgen import Conversation, generate, scripted  # noqa: E402
+from helpers.session import ChatSession  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET, WINDOW = 1500, 6
+# name -> (memory layers used, under the budget?); "hybrid" is the session itself, measured, not replayed
+STRATEGIES: dict[str, tuple[frozenset, bool]] = {
+    "full history": (frozenset({"everything"}), False),
+    "window": (frozenset(), False),
+    "window+summary": (frozenset({"summary"}), False),
+    "window+recall": (frozenset({"recall"}), False),
+    "window+profile": (frozenset({"profile"}), False),
+    "hybrid": (frozenset({"summary", "recall", "profile"}), True),
+}
+ABLATIONS: dict[str, tuple[frozenset, bool]] = {
+    "hybrid w/o summary": (frozenset({"recall", "profile"}), True),
+    "hybrid w/o recall": (frozenset({"summary", "profile"}), True),
+    "hybrid w/o profile": (frozenset({"summary", "recall"}), True),
+}
 
 
-def build_conversation(n_turns: int = 200, seed: int = 11) -> tuple[list[dict], list[dict]]:
-    """Turns (user/assistant text and kind) and probes (turn, fact turn, evidence), deterministically."""
-    rng = random.Random(seed)
-    kb = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "data" / "campus_kb.jsonl")
-          .read_text().splitlines() if line.strip()]
-    slots: list[dict | None] = [None] * n_turns
-    probes = []
-    spacing = max(1, (n_turns - 75) // len(FACTS))
-    for i, (statement, probe, evidence) in enumerate(FACTS):
-        fact_turn = min(i * spacing, n_turns - 40)
-        while slots[fact_turn] is not None:
-            fact_turn += 1
-        slots[fact_turn] = {"user": statement, "assistant": rng.choice(NEUTRAL_REPLIES), "kind": "fact"}
-        target = min(fact_turn + 30 + rng.randint(0, 40), n_turns - 1)
-        probe_turn = next((t for t in list(range(target, n_turns)) + list(range(target, fact_turn + 29, -1))
-                           if slots[t] is None), None)
-        if probe_turn is None:
-            raise SystemExit(f"no free turn to probe fact {i}; use more turns")
-        slots[probe_turn] = {"user": probe, "assistant": "Let me check what you told me.", "kind": "probe"}
-        probes.append({"turn": probe_turn, "fact_turn": fact_turn, "evidence": evidence, "question": probe})
-    for t in range(n_turns):
-        if slots[t] is None:
-            if rng.random() < 0.15:
-                slots[t] = {"user": rng.choice(SMALL_TALK), "assistant": "You're welcome!", "kind": "small talk"}
-            else:
-                entry = rng.choice(kb)
-                question = rng.choice(FILLER_FORMS).format(t=entry["title"])
-                slots[t] = {"user": question, "assistant": f"{entry['text']} [{entry['id']}]", "kind": "campus"}
-    return slots, sorted(probes, key=lambda p: p["turn"])
+_EMBEDDINGS: dict[bytes, httpx2.Response] = {}  # request body -> response, shared by every case of a run
 
 
-def as_messages(turn: dict) -> list[dict]:
-    return [{"role": "user", "content": turn["user"]}, {"role": "assistant", "content": turn["assistant"]}]
+class RecordingTransport(httpx2.BaseTransport):
+    """The stand-in behind a transport that keeps every chat request body and can lengthen final answers."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[int, dict]] = []  # (turn, request body)
+        self.turn, self.long = -1, False
+        self._embeddings = _EMBEDDINGS
+        kb = [json.loads(line) for line in (ROOT / "data" / "campus_kb.jsonl").read_text().splitlines() if line]
+        self._texts = [row["text"] for row in kb]
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        if request.url.path.endswith("/embeddings"):  # the same texts are embedded again and again: remember
+            if body not in self._embeddings:
+                response = offline.handle(request)
+                self._embeddings[body] = httpx2.Response(response.status_code, content=response.read(),
+                                                         headers={"content-type": "application/json"})
+            cached = self._embeddings[body]
+            return httpx2.Response(cached.status_code, content=cached.content, headers=cached.headers)
+        if request.url.path.endswith("/chat/completions"):
+            data = json.loads(body)
+            if "tools" in data:  # a conversation request (the session sends its tools), not a summariser call
+                self.requests.append((self.turn, data))
+        response = offline.handle(request)
+        if not self.long or response.status_code != 200 or not request.url.path.endswith("/chat/completions"):
+            return response
+        reply = json.loads(response.read())
+        message = reply["choices"][0]["message"]
+        if message.get("content") and not message.get("tool_calls"):
+            rng = random.Random(self.turn)
+            message["content"] += " More detail: " + " ".join(rng.sample(self._texts, 5))
+        return httpx2.Response(200, json=reply)
+
+    def client(self) -> openai.OpenAI:
+        """A real openai client whose requests go through this transport."""
+        return openai.OpenAI(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
+                             http_client=httpx2.Client(transport=self))
+
+
+@dataclass
+class Score:
+    """One strategy on one case."""
+
+    tokens: list[int] = field(default_factory=list)  # first request of each turn
+    hits: int = 0
+    stale_only: int = 0
+    both_unmarked: int = 0
+    probes: int = 0
+    missed: list[str] = field(default_factory=list)
+
+    def row(self, full: float) -> dict:
+        """Shares as numbers for a table."""
+        mean = sum(self.tokens) / max(len(self.tokens), 1)
+        n = max(self.probes, 1)
+        return {"mean tokens": mean, "tokens %": 100 * mean / full, "recall %": 100 * self.hits / n,
+                "stale-only %": 100 * self.stale_only / n, "both-unmarked %": 100 * self.both_unmarked / n,
+                "probes": self.probes, "max tokens": max(self.tokens, default=0)}
 
 
 def context_text(messages: list[dict]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in messages).lower()
+    """The text of every message (tool calls' arguments included), lower-cased."""
+    parts = []
+    for m in messages:
+        parts.append(str(m.get("content") or ""))
+        parts += [c["function"]["arguments"] for c in m.get("tool_calls") or []]
+    return "\n".join(parts).lower()
 
 
-STRATEGIES = ("full history", "window", "window+summary", "window+recall", "window+profile", "hybrid")
+def judge(score: Score, text: str, probe) -> None:
+    """Count one probe: evidence, stale-only, both values unmarked."""
+    current = probe.current.lower()
+    has_current = current in text
+    stale_lines = [line for line in text.splitlines() for old in probe.stale if old.lower() in line]
+    unmarked = [line for line in stale_lines if "superseded" not in line]
+    score.probes += 1
+    score.hits += has_current
+    score.stale_only += bool(stale_lines) and not has_current
+    score.both_unmarked += has_current and bool(unmarked)
+    if not has_current:
+        score.missed.append(f"turn {probe.turn} {probe.attribute}")
 
 
-def run(n_turns: int, window_turns: int, budget: int, shares: Shares, quiet: bool = False) -> dict:
-    """Replay the conversation; per strategy, tokens per turn and probe hits."""
-    turns, probes = build_conversation(n_turns)
-    probe_at = {p["turn"]: p for p in probes}
-    client, settings = get_client(quiet=True), get_settings()
-    summariser = Summariser(client=client, settings=settings)
-    recall = RecallIndex(client=client, settings=settings)
-    profile = ProfileMemory(client=client, settings=settings)
-    summary = RollingSummary()
-    history: list[tuple[int, list[dict]]] = []
-    result = {s: {"tokens": [], "hits": [], "missed": []} for s in STRATEGIES}
-    started = time.perf_counter()
-    for t, turn in enumerate(turns):
-        question = turn["user"]
-        window = history[-window_turns:]
-        recalled = recall.search(question, exclude=[i for i, _ in window])
-        lines = profile.lines()
-        plans = {
-            "full history": dict(window=history),
-            "window": dict(window=window),
-            "window+summary": dict(window=window, summary=summary),
-            "window+recall": dict(window=window, recalled=recalled),
-            "window+profile": dict(window=window, profile_lines=lines),
-            "hybrid": dict(window=window, summary=summary, recalled=recalled, profile_lines=lines, budget=budget),
-        }
-        for name, plan in plans.items():
-            window_part = plan.pop("window")
-            assembly = assemble_context(SYSTEM, window_part, question, shares=shares, **plan)
-            sent = tokens.count_request(assembly.request)
-            assert sent == assembly.report.total and (name != "hybrid" or sent <= budget)
-            result[name]["tokens"].append(sent)
-            if t in probe_at:
-                found = probe_at[t]["evidence"].lower() in context_text(assembly.messages)
-                result[name]["hits"].append(found)
-                if not found:
-                    result[name]["missed"].append(probe_at[t]["evidence"])
-        # the turn happens; memory learns from it
-        messages = as_messages(turn)
-        history.append((t, messages))
-        recall.add(t, messages)
-        profile.update(t, turn["user"], turn["assistant"])
-        if len(history) > window_turns:  # the oldest window turn leaves the window: summarise it
-            summary = summariser.summarise(summary, [history[-window_turns - 1]]).summary
-        if not quiet and (t + 1) % 50 == 0:
-            print(f"  ... {t + 1} turns replayed ({time.perf_counter() - started:.0f} s)", flush=True)
-    result["_meta"] = {"turns": n_turns, "facts": len(FACTS), "probes": len(probes), "window": window_turns,
-                       "budget": budget, "profile_facts": len(profile), "recall_skipped": len(recall.skipped),
-                       "gaps": [p["turn"] - p["fact_turn"] for p in probes]}
-    return result
+def replay(inputs: dict, raw: list, layers: frozenset, budget: int | None, assembler: MemoryAssembler):
+    """The first request a strategy would send here, from the hybrid's own memory state."""
+    return assemble_context(
+        inputs["system_prompt"], inputs["window"], inputs["question"], budget=budget, fixed=inputs["fixed"],
+        count=assembler.count, shares=assembler.shares,
+        profile_lines=inputs["profile_lines"] if "profile" in layers else (),
+        summary=inputs["summary"] if "summary" in layers else None,
+        recalled=inputs["recalled"] if "recall" in layers else ())
 
 
-def report(result: dict) -> list[tuple]:
-    """Print the table; returns its rows."""
-    meta = result["_meta"]
-    full = sum(result["full history"]["tokens"]) / meta["turns"]
-    print(f"\n{meta['turns']} turns, {meta['facts']} planted facts, {meta['probes']} probes asked "
-          f"{min(meta['gaps'])}-{max(meta['gaps'])} turns after their fact; window = {meta['window']} turns, "
-          f"hybrid budget = {meta['budget']} tokens\n")
-    print(f"{'strategy':<16}{'mean tokens/turn':>17}{'max':>8}{'% of full':>11}{'evidence recall':>18}")
-    rows = []
-    for name in STRATEGIES:
-        data = result[name]
-        mean = sum(data["tokens"]) / len(data["tokens"])
-        hits = sum(data["hits"])
-        rows.append((name, mean, max(data["tokens"]), 100 * mean / full, hits / len(data["hits"])))
-        print(f"{name:<16}{mean:>17,.0f}{max(data['tokens']):>8,}{100 * mean / full:>10.1f}%"
-              f"{hits:>9}/{len(data['hits'])} = {100 * hits / len(data['hits']):>3.0f}%")
-    hybrid = rows[-1]
-    ok = hybrid[3] <= 15 and hybrid[4] >= 0.95
-    print(f"\nhybrid: {hybrid[3]:.1f}% of full-history tokens, {100 * hybrid[4]:.1f}% evidence recall -> "
-          f"target (<= 15%, >= 95%) {'MET' if ok else 'NOT met'}")
-    if result["hybrid"]["missed"]:
-        print("hybrid missed:", ", ".join(result["hybrid"]["missed"]))
-    return rows
+def run_case(conversation: Conversation, *, budget: int = BUDGET, window: int = WINDOW,
+             strategies: dict | None = None) -> dict:
+    """Replay one conversation through a real session; a Score per strategy plus the session's own totals."""
+    strategies = dict(STRATEGIES if strategies is None else strategies)
+    transport = RecordingTransport()
+    client, settings = transport.client(), load_settings("offline")
+    memory = MemoryAssembler(client=client, settings=settings)
+    session = ChatSession(memory=memory, max_turns=window, max_tokens=budget, client=client, settings=settings)
+    probes = {p.turn: p for p in conversation.probes}
+    scores = {name: Score() for name in strategies}
+    raw: list[tuple[int, list[dict]]] = []
+    past_tokens, past_text = 0, []  # full history, kept as running totals (counting it anew is quadratic)
+    all_hybrid = all_full = 0
+    for t, turn in enumerate(conversation.turns):
+        transport.turn, transport.long = t, turn.kind == "long"
+        start = len(transport.requests)
+        session.chat(turn.user)
+        sent = [body for _, body in transport.requests[start:]]
+        inputs = memory.last_inputs
+        prefix = len(sent[0]["messages"]) - 1  # the assembled messages before the question
+        system = sent[0]["messages"][:1]
+        for body in sent:
+            all_hybrid += tokens.count_request(body["messages"], body.get("tools"))
+            all_full += past_tokens + tokens.count_request(system + body["messages"][prefix:], body.get("tools"))
+        for name, (layers, budgeted) in strategies.items():
+            if name == "hybrid":
+                text = context_text(sent[0]["messages"][:-1])
+                score_tokens = tokens.count_request(sent[0]["messages"], sent[0].get("tools"))
+            elif "everything" in layers:
+                score_tokens = past_tokens + tokens.count_request(system + sent[0]["messages"][-1:],
+                                                                  sent[0].get("tools"))
+                text = context_text(system) + "\n" + "\n".join(past_text) if t in probes else ""
+            else:
+                assembly = replay(inputs, raw, layers, budget if budgeted else None, memory)
+                text, score_tokens = context_text(assembly.messages), assembly.report.total
+            scores[name].tokens.append(score_tokens)
+            if t in probes:
+                judge(scores[name], text, probes[t])
+        newest = split_turns(session.messages)[1][-1]
+        raw.append((session.turn_ids[-1], newest))
+        past_tokens += sum(map(tokens.count_message, newest))
+        past_text.append(context_text(newest))
+    return {"name": conversation.name, "turns": len(conversation.turns), "scores": scores,
+            "probes": len(conversation.probes), "corrected": len(conversation.corrected_probes),
+            "all requests %": 100 * all_hybrid / all_full, "budget": budget,
+            "tools": tokens.count_tools(sent[0].get("tools"))}
 
 
-def plot(result: dict, path: Path) -> None:
-    """Tokens per turn by strategy, saved as a PNG."""
+def rows(case: dict) -> dict[str, dict]:
+    """Table rows of one case, by strategy."""
+    full = sum(case["scores"]["full history"].tokens) / len(case["scores"]["full history"].tokens)
+    return {name: score.row(full) for name, score in case["scores"].items()}
+
+
+def meets_targets(row: dict) -> bool:
+    """The hybrid's targets: <= 15 % tokens, >= 95 % recall, no stale-only, no both-unmarked."""
+    return (row["tokens %"] <= 15 and row["recall %"] >= 95 and row["stale-only %"] == 0
+            and row["both-unmarked %"] == 0)
+
+
+def report(cases: list[dict]) -> bool:
+    """Print one table per case and a summary line for the hybrid; True when every case meets the targets."""
+    ok = True
+    for case in cases:
+        print(f"\n{case['name']}: {case['turns']} turns, {case['probes']} probes ({case['corrected']} after a "
+              f"correction); window {WINDOW} turns, hybrid budget {case['budget']:,} tokens incl. "
+              f"{case['tools']} of tool schemas")
+        print(f"  {'strategy':<20}{'mean tok':>9}{'% full':>8}{'recall':>8}{'stale-only':>11}{'both-unmarked':>14}")
+        for name, row in rows(case).items():
+            print(f"  {name:<20}{row['mean tokens']:>9,.0f}{row['tokens %']:>7.1f}%{row['recall %']:>7.0f}%"
+                  f"{row['stale-only %']:>10.0f}%{row['both-unmarked %']:>13.0f}%")
+        hybrid = rows(case)["hybrid"]
+        ok &= meets_targets(hybrid)
+        missed = case["scores"]["hybrid"].missed
+        print(f"  hybrid, every request of each turn: {case['all requests %']:.1f}% of full history"
+              + (f"; missed: {', '.join(missed)}" if missed else ""))
+    print("\nhybrid per case (targets: <= 15% tokens, >= 95% recall, 0 stale-only, 0 both-unmarked):")
+    for case in cases:
+        row = rows(case)["hybrid"]
+        print(f"  {case['name']:<10} {row['tokens %']:5.1f}%  recall {row['recall %']:5.1f}%  stale-only "
+              f"{row['stale-only %']:.0f}%  both-unmarked {row['both-unmarked %']:.0f}%  "
+              f"{'MET' if meets_targets(row) else 'NOT met'}")
+    return ok
+
+
+def plot(cases: list[dict], path: Path) -> None:
+    """Prompt tokens per turn by strategy (first case) and the hybrid's recall per case, saved as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for name in STRATEGIES:
-        ax.plot(result[name]["tokens"], label=name, linewidth=1.4 if name == "hybrid" else 1)
-    ax.axhline(result["_meta"]["budget"], color="grey", linestyle=":", label="hybrid budget")
-    ax.set_yscale("log")
-    ax.set_xlabel("turn")
-    ax.set_ylabel("prompt tokens (log scale)")
-    ax.set_title("Prompt tokens per turn by memory strategy")
-    ax.legend(fontsize=8, ncol=2)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
+    first = cases[0]
+    for name, score in first["scores"].items():
+        left.plot(score.tokens, label=name, linewidth=1.6 if name == "hybrid" else 1)
+    left.axhline(first["budget"], color="grey", linestyle=":", label="hybrid budget")
+    left.set_yscale("log")
+    left.set(xlabel="turn", ylabel="first-request tokens (log scale)", title=f"Prompt tokens per turn ({first['name']})")
+    left.legend(fontsize=7, ncol=2)
+    names = [c["name"] for c in cases]
+    table = [rows(c)["hybrid"] for c in cases]
+    right.bar(names, [r["recall %"] for r in table], color="tab:green", label="evidence recall %")
+    right.bar(names, [r["tokens %"] for r in table], color="tab:blue", label="tokens % of full history")
+    right.axhline(95, color="tab:green", linestyle=":")
+    right.axhline(15, color="tab:blue", linestyle=":")
+    right.set(ylim=(0, 105), title="Hybrid per case")
+    right.tick_params(axis="x", labelrotation=30, labelsize=8)
+    right.legend(fontsize=7, loc="center right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"plot saved to {path.relative_to(Path(__file__).resolve().parents[1])}")
+    fig.savefig(path, dpi=110)
+    print(f"plot saved to {path.relative_to(ROOT)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--window", type=int, default=6)
-    parser.add_argument("--budget", type=int, default=900)
+    parser.add_argument("--facts", type=int, default=20)
+    parser.add_argument("--budget", type=int, default=BUDGET)
+    parser.add_argument("--quick", action="store_true", help="120-turn conversations, 14 facts")
+    parser.add_argument("--ablations", action="store_true", help="also the hybrid with one layer off")
+    parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
-    if args.turns < 120:
-        parser.error("--turns must be at least 120 to plant every fact and probe it 30+ turns later")
-    result = run(args.turns, args.window, args.budget, Shares())
-    report(result)
-    plot(result, Path(__file__).resolve().parent / "memory_eval.png")
+    turns, facts = (120, 14) if args.quick else (args.turns, args.facts)
+    strategies = {**STRATEGIES, **(ABLATIONS if args.ablations else {})}
+    started = time.perf_counter()
+    conversations = [scripted(200 if not args.quick else 160)] + [generate(s, turns, facts) for s in args.seeds]
+    cases = []
+    for conversation in conversations:
+        cases.append(run_case(conversation, budget=args.budget, strategies=strategies))
+        print(f"  ... {conversation.name} done ({time.perf_counter() - started:.0f} s)", flush=True)
+    ok = report(cases)
+    if not args.no_plot:
+        plot(cases, Path(__file__).resolve().parent / "memory_eval.png")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

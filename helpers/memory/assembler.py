@@ -327,6 +327,7 @@ class MemoryAssembler:
         self.summary = RollingSummary()
         self.pending: list[tuple[int, list[dict]]] = []  # dropped turns not summarised yet
         self.last_assembly: Assembly | None = None  # the latest request built (messages and report)
+        self.last_inputs: dict = {}  # what that request was built from: window, blocks, fixed costs
         self.attach(client, settings)
 
     @property
@@ -396,6 +397,8 @@ class MemoryAssembler:
         if self.summariser is not None:
             summary = replace(self.summary, text=mark_superseded(self.summary.text, pairs))
         profile_lines = relevant_first(self.profile.lines(), question) if self.profile is not None else []
+        self.last_inputs = dict(system_prompt=system_prompt, window=list(window), question=question, fixed=fixed,
+                                profile_lines=list(profile_lines), summary=summary, recalled=list(recalled))
         assembly = assemble_context(
             system_prompt, window, question, budget=budget, fixed=fixed, count=self.count, shares=self.shares,
             profile_lines=profile_lines, summary=summary, recalled=recalled)
