@@ -854,3 +854,29 @@ def test_submit_with_wait_and_a_timeout_says_the_candidate_is_not_durable(memory
 def test_reading_an_id_no_database_can_store_finds_nothing_on_every_backend(memory, user):
     memory.write(said("morning", 1))
     assert memory.active_facts(user) == [] and memory.history(user) == [] and memory.audit(user) == []
+
+
+def test_submit_with_wait_on_the_writers_own_thread_is_refused_not_a_deadlock(memory):
+    queue, errors = BackgroundWriter(memory), []
+
+    def from_callback(_future):
+        try:
+            queue.submit(said("evening", 2), wait=True)
+        except FactWriteError as err:
+            errors.append(str(err))
+
+    queue.submit(said("morning", 1)).add_done_callback(from_callback)
+    queue.close()
+    assert len(errors) == 1 and "own thread" in errors[0]
+    assert active_values(memory) == {("delivery_window", "morning")}
+
+
+@pytest.mark.parametrize("field", ["user_id", "reviewer", "note"])
+def test_resolve_refuses_text_no_database_can_store(memory, field):
+    memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
+    memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    args = {"user_id": "u1", "reviewer": "agent:sam", "note": "", field: "x\x00"}
+    with pytest.raises(FactResolutionError, match="NUL characters"):
+        memory.resolve(args["user_id"], "user", "shipping_address", "12 Elm Street", reviewer=args["reviewer"],
+                       note=args["note"])
+    assert len(memory.conflicts("u1")) == 2

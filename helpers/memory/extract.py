@@ -230,6 +230,9 @@ class BackgroundWriter:
     def submit(self, candidate: Candidate | Mapping[str, Any], *, wait: bool = False,
                timeout: float | None = None) -> "Future[Decision]":
         """Queue a candidate: returns when queued (not durable); ``wait=True`` returns after its commit."""
+        if wait and threading.current_thread() is self._thread:
+            raise FactWriteError("submit(wait=True) was called on the writer's own thread (from a done-callback?), "
+                                 "where it would wait for itself forever; use wait=False there")
         future: Future = Future()
         with self._cond:
             if self._closed:
@@ -304,7 +307,10 @@ class BackgroundWriter:
 
 @dataclass
 class IngestReport:
-    """What happened to one turn: extraction, decisions committed now, and futures for queued candidates."""
+    """What happened to one turn: extraction, decisions committed now, and futures for queued candidates.
+
+    ``queued`` candidates are not durable until their futures resolve (see ``BackgroundWriter``).
+    """
 
     extraction: Extraction
     written: list[Decision]

@@ -533,10 +533,10 @@ class FactMemory:
             raise FactResolutionError("resolve() needs keep_value='...', one of the values conflicts(user_id) lists")
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise FactResolutionError("resolve() needs reviewer='...' naming who settled the conflict (it is audited)")
-        if _UNSTORABLE.search(reviewer + note):
-            raise FactResolutionError("reviewer and note must not contain NUL characters or lone surrogates "
-                                      "(they are stored in the audit); remove them")
         user_id, subject = normalise_id(user_id), normalise_id(subject)
+        if _UNSTORABLE.search(user_id + subject + reviewer + note):
+            raise FactResolutionError("user_id, subject, reviewer and note must not contain NUL characters or lone "
+                                      "surrogates (no database can store them); remove them")
         key, at = (user_id, subject, attribute, ""), now().isoformat()
         with self.store.transaction([key]) as txn:
             work = _WorkingSet(txn, [key], at)
