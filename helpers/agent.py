@@ -18,15 +18,15 @@ Contract (the multi-turn session relies on it):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 import openai
 
-from helpers.client import ResponseFormatError, chat, explain
+from helpers.client import (FORMAT_ADVICE, ResponseFormatError, chat, describe_body, explain, get_settings,
+                            hide_secret)
 from helpers.compat import normalize_messages
-from helpers.config import ConfigError
+from helpers.config import ConfigError, safe_url
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
 
 MAX_STEPS = 6
@@ -78,10 +78,11 @@ def _streamed_reply(stream, settings=None):
     Returns (assistant message dict, usage or None) as the generator's value. Anything that is not a
     chat completion stream raises ResponseFormatError naming what the server sent.
     """
+    secret = (settings or get_settings()).api_key
     where = _server(stream)
-    _refuse_unstreamed_body(stream, where)
+    _refuse_unstreamed_body(stream, where, secret)
     content, calls, usage, chunks, with_choices = [], {}, None, 0, 0
-    for chunk in _chunks(stream, where, settings):
+    for chunk in _chunks(stream, where, settings, secret):
         chunks += 1
         try:
             if isinstance(getattr(getattr(chunk, "usage", None), "prompt_tokens", None), int):
@@ -106,16 +107,16 @@ def _streamed_reply(stream, settings=None):
                     call["arguments"] += fragment.function.arguments or ""
         except (AttributeError, TypeError, IndexError) as exc:
             raise ResponseFormatError(f"{where} sent a stream chunk that is not a chat completion chunk "
-                                      f"({exc}): {_excerpt(chunk)}. {_ADVICE}") from None
+                                      f"({exc}): {_excerpt(chunk, secret)}. {FORMAT_ADVICE}") from None
         if text:
             content.append(text)
             yield text
     if not chunks:
         raise ResponseFormatError(f"{where} answered HTTP 200 but its stream ended without a single chunk, "
-                                  f"so there is no reply. {_ADVICE}")
+                                  f"so there is no reply. {FORMAT_ADVICE}")
     if not with_choices:
         raise ResponseFormatError(f"{where} sent {chunks} stream chunk{'s' if chunks != 1 else ''} but none "
-                                  f"carried a choice, so there is no reply. {_ADVICE}")
+                                  f"carried a choice, so there is no reply. {FORMAT_ADVICE}")
     message = {"role": "assistant", "content": "".join(content)}
     if calls:
         message["tool_calls"] = [{"id": c["id"], "type": "function",
@@ -124,21 +125,13 @@ def _streamed_reply(stream, settings=None):
     return normalize_messages([message])[0], usage
 
 
-_ADVICE = ("Check that WORKSHOP_BASE_URL is the server's OpenAI-compatible /v1 address and that the server "
-           "can stream (or call without streaming).")
-
-
 def _server(stream) -> str:
-    """'The server at <url>' for error messages: no user name, password or query string."""
-    try:
-        url = stream.response.request.url
-        port = f":{url.port}" if url.port else ""
-        return f"The server at {url.scheme}://{url.host}{port}{url.path}"
-    except AttributeError:  # not an openai Stream
-        return "The server"
+    """'The server at <url>' for error messages (no user name, password or query string)."""
+    request = getattr(getattr(stream, "response", None), "request", None)
+    return f"The server at {safe_url(request.url)}" if request is not None else "The server"
 
 
-def _chunks(stream, where: str, settings):
+def _chunks(stream, where: str, settings, secret):
     """The stream's chunks; errors reading it become EndpointErrors that say what the server sent."""
     try:
         yield from stream
@@ -146,13 +139,13 @@ def _chunks(stream, where: str, settings):
         raise explain(error, settings) from error
     except openai.APIError as error:  # a ``data: {"error": ...}`` event
         raise ResponseFormatError(f"{where} answered HTTP 200, then sent an error inside the stream: "
-                                  f"{_excerpt(error.message)}") from None
+                                  f"{_excerpt(error.message, secret)}") from None
     except (ValueError, RecursionError) as error:  # a data: line that is not JSON
-        raise ResponseFormatError(f"{where} sent a stream event that is not JSON: "
-                                  f"{_excerpt(getattr(error, 'doc', error))}. {_ADVICE}") from None
+        sent = _excerpt(getattr(error, "doc", error), secret)
+        raise ResponseFormatError(f"{where} sent a stream event that is not JSON: {sent}. {FORMAT_ADVICE}") from None
 
 
-def _refuse_unstreamed_body(stream, where: str) -> None:
+def _refuse_unstreamed_body(stream, where: str, secret) -> None:
     """A JSON or HTML body is not a stream at all: read (the start of) it and say what it was."""
     response = getattr(stream, "response", None)
     content_type = response.headers.get("content-type", "") if response is not None else ""
@@ -166,41 +159,26 @@ def _refuse_unstreamed_body(stream, where: str) -> None:
                 break
     finally:
         stream.close()
-    raise ResponseFormatError(f"{where} answered HTTP 200 with {_describe_body(body, content_type)} where a "
-                              f"streamed chat completion was expected. {_ADVICE}")
-
-
-def _describe_body(body: bytes, content_type: str) -> str:
-    """A few words on what a response body holds: an error, a whole completion, an HTML page, other text."""
-    text = body.decode("utf-8", "replace").strip()
-    if not text:
-        return f"an empty {content_type} body"
     try:
-        data = json.loads(text)
+        data = json.loads(body)
     except (ValueError, RecursionError):
-        data = None
-    if isinstance(data, dict) and data.get("error"):
-        error = data["error"]
-        return f"an error: {_excerpt(error.get('message', error) if isinstance(error, dict) else error)}"
-    if isinstance(data, dict) and "choices" in data:
-        return "a whole non-streamed completion"
-    if data is not None:
-        return f"JSON that is not a completion: {_excerpt(text)}"
-    title = re.search(r"<title[^>]*>(.*?)</title>", text[:65_536], re.IGNORECASE | re.DOTALL)
-    if "html" in content_type or text[:100].lower().startswith(("<!doctype html", "<html")):
-        return "an HTML page" + (f" titled {_excerpt(title.group(1).strip())}" if title else "")
-    return f"{content_type} text: {_excerpt(text)}"
+        data = body
+    if isinstance(data, dict) and "choices" in data and not data.get("error"):
+        raise ResponseFormatError(f"{where} answered a streamed request with one whole completion, not a "
+                                  "stream: this server does not stream. Call it without streaming.")
+    raise ResponseFormatError(f"{where} answered HTTP 200 with {describe_body(data, secret=secret)} where a "
+                              f"streamed chat completion was expected. {FORMAT_ADVICE}")
 
 
-def _excerpt(value, width: int = 120) -> str:
-    """The start of whatever the server sent, quoted, on one line."""
+def _excerpt(value, secret, width: int = 120) -> str:
+    """The start of what the server sent, quoted, on one line, with the key hidden."""
     try:
         if hasattr(value, "model_dump"):  # a chunk the openai client built: show it as the JSON it came as
             value = json.dumps(value.model_dump(mode="json", exclude_none=True, warnings=False))
         text = value if isinstance(value, str) else repr(value)
     except Exception:  # a repr that recurses too deeply or fails
         text = f"<{type(value).__name__}>"
-    text = " ".join(text[: width * 4].split())
+    text = " ".join(hide_secret(text[: width * 4], secret).split())
     return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 

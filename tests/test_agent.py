@@ -303,8 +303,8 @@ def _garbage():
         (httpx2.Response(200, headers=HTML, content=html), "HTML page titled 'Sign in"),
         (httpx2.Response(200, json={"error": {"message": "model is overloaded"}}),
          "an error: 'model is overloaded'"),
-        (httpx2.Response(200, json=COMPLETION), "non-streamed"),
-        (httpx2.Response(200, json={"status": "ok"}), "JSON that is not a completion"),
+        (httpx2.Response(200, json=COMPLETION), "one whole completion, not a stream"),
+        (httpx2.Response(200, json={"status": "ok"}), "JSON: '{\"status\": \"ok\"}'"),
         (httpx2.Response(200, headers=SSE, content=b""), "without a single chunk"),
         (httpx2.Response(200, headers=SSE, content=html), "without a single chunk"),
         (httpx2.Response(200, headers=SSE, content=sse(chunk(choices=False), chunk(choices=False))),
@@ -347,3 +347,19 @@ def test_garbage_after_a_tool_step_rolls_the_whole_turn_back():
     with pytest.raises(ResponseFormatError, match="HTML page"):
         streamed("q", history, client)
     assert history == []
+
+
+def test_a_key_echoed_inside_a_broken_stream_is_hidden():
+    import httpx2
+    from helpers.agent import agent_turn
+    from helpers.client import ResponseFormatError
+    from helpers.config import load_settings
+
+    key = "sk-local-0123456789abcdef"
+    settings = load_settings("openai-compatible", base_url="http://fake.test/v1", chat_model="m", api_key=key)
+    echo = sse({"error": {"message": f"Bearer {key} is not allowed here"}})
+    turn = agent_turn("q", [], stream=True, settings=settings,
+                      client=streaming_client(httpx2.Response(200, headers=SSE, content=echo)))
+    with pytest.raises(ResponseFormatError, match="error inside the stream") as raised:
+        next(turn)
+    assert key not in str(raised.value) and "***" in str(raised.value)
