@@ -877,6 +877,6 @@ def test_resolve_refuses_text_no_database_can_store(memory, field):
     memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
     args = {"user_id": "u1", "reviewer": "agent:sam", "note": "", field: "x\x00"}
     with pytest.raises(FactResolutionError, match="NUL characters"):
-        memory.resolve(args["user_id"], "user", "shipping_address", "12 Elm Street", reviewer=args["reviewer"],
-                       note=args["note"])
+        memory.resolve(args["user_id"], "user", "shipping_address", "12 Elm Street",
+                       reviewer=args["reviewer"], note=args["note"])
     assert len(memory.conflicts("u1")) == 2

@@ -535,8 +535,8 @@ class FactMemory:
             raise FactResolutionError("resolve() needs reviewer='...' naming who settled the conflict (it is audited)")
         user_id, subject = normalise_id(user_id), normalise_id(subject)
         if _UNSTORABLE.search(user_id + subject + reviewer + note):
-            raise FactResolutionError("user_id, subject, reviewer and note must not contain NUL characters or lone "
-                                      "surrogates (no database can store them); remove them")
+            raise FactResolutionError("user_id, subject, reviewer and note must not contain NUL characters "
+                                      "or lone surrogates (no database can store them); remove them")
         key, at = (user_id, subject, attribute, ""), now().isoformat()
         with self.store.transaction([key]) as txn:
             work = _WorkingSet(txn, [key], at)
