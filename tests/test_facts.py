@@ -867,7 +867,7 @@ def test_submit_with_wait_on_the_writers_own_thread_is_refused_not_a_deadlock(me
 
     queue.submit(said("morning", 1)).add_done_callback(from_callback)
     queue.close()
-    assert len(errors) == 1 and "own thread" in errors[0]
+    assert len(errors) == 1 and "writer thread" in errors[0]
     assert active_values(memory) == {("delivery_window", "morning")}
 
 

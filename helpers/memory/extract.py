@@ -231,7 +231,7 @@ class BackgroundWriter:
                timeout: float | None = None) -> "Future[Decision]":
         """Queue a candidate: returns when queued (not durable); ``wait=True`` returns after its commit."""
         if wait and threading.current_thread() is self._thread:
-            raise FactWriteError("submit(wait=True) was called on the writer's own thread (a done-callback?), "
+            raise FactWriteError("submit(wait=True) was called on the writer thread (a done-callback?), "
                                  "where it would wait for itself forever; use wait=False there")
         future: Future = Future()
         with self._cond:
