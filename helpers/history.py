@@ -16,6 +16,7 @@ separated from its result and the list sent to the server stays valid.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
@@ -524,6 +525,14 @@ class TurnIndex:
         self._total = overhead
         for message in messages:
             self.append(message)
+
+    def __deepcopy__(self, memo: dict) -> "TurnIndex":
+        """A deep copy that shares ``count`` (say a UsageLedger's), so the copy goes on learning from it."""
+        clone = object.__new__(TurnIndex)
+        memo[id(self)] = clone
+        clone.__dict__.update({name: value if name == "_count" else copy.deepcopy(value, memo)
+                               for name, value in vars(self).items()})
+        return clone
 
     # -- growing
     def append(self, message: dict) -> None:

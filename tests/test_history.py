@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 from pathlib import Path
 
@@ -514,3 +515,16 @@ def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
     assert not exact
     assert server.count_tools(tools) > 300
     assert abs(predicted - reported) <= 10  # only the dropped user message was estimated
+
+
+def test_a_deep_copy_of_the_index_keeps_counting_with_the_same_ledger():
+    ledger, messages = UsageLedger(), history()
+    index = TurnIndex(messages, count=ledger.count)
+    clone = copy.deepcopy(index, {id(m): m for m in messages})  # how a session saves a turn's starting point
+    assert clone._count.__self__ is ledger and clone.messages == messages
+    assert all(a is b for a, b in zip(clone.messages, messages))
+    ledger.record(messages, server_prompt(messages))
+    clone.recount()
+    assert clone.tokens == server_prompt(messages)
+    clone.extend([reply("Open until 22:00.")])
+    assert len(index) == len(messages) and len(clone) == len(messages) + 1
