@@ -104,7 +104,12 @@ def _key_advice(settings: Settings | None) -> str:
 
 
 def explain(error: Exception, settings: Settings | None = None) -> EndpointError:
-    """Turn an openai error into an EndpointError with one plain sentence about what to do."""
+    """Turn an openai error into an EndpointError with one plain sentence about what to do (key hidden)."""
+    explained = _explain(error, settings)
+    return EndpointError(hide_secret(str(explained), settings.api_key)) if settings else explained
+
+
+def _explain(error: Exception, settings: Settings | None) -> EndpointError:
     where = safe_url(settings.base_url) if settings else "the endpoint"
     if isinstance(error, openai.AuthenticationError):
         return EndpointError(f"Your key was rejected by {where} (HTTP 401). {_key_advice(settings)}")
@@ -154,7 +159,7 @@ def _one_line(text: str, width: int) -> str:
 # ---------------------------------------------------------------- HTTP 200 that is not a completion
 
 FORMAT_ADVICE = ("Check that WORKSHOP_BASE_URL is the server's OpenAI-compatible /v1 address (a login page, "
-                  "a proxy or a web page answers with HTML).")
+                 "a proxy or a web page answers with HTML).")
 
 
 def describe_body(body, *, secret: str | None = None) -> str:
@@ -180,10 +185,10 @@ def describe_body(body, *, secret: str | None = None) -> str:
 def _preview(value, secret: str | None, width: int = 120) -> str:
     """The start of what the server sent, quoted, on one line, with the key hidden."""
     try:
-        text = value if isinstance(value, str) else json.dumps(value, default=str)[: width * 4]
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
     except (TypeError, ValueError, RecursionError):
         text = f"<{type(value).__name__}>"
-    return repr(_one_line(hide_secret(text[: width * 4], secret), width))
+    return repr(_one_line(hide_secret(text, secret)[: width * 4], width))
 
 
 def _as_data(response):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 import httpx2
+from dotenv import dotenv_values, find_dotenv
 
 NIM_BASE_URL = "https://integrate.api.nvidia.com/v1"
 OFFLINE_BASE_URL = "http://offline.stand-in/v1"
@@ -207,7 +208,7 @@ def _describe_char(char: str) -> str:
 
 
 def check_key_format(value: str, name: str) -> str:
-    """``value`` without surrounding whitespace; ConfigError (which never shows the key) if it cannot be one."""
+    """``value`` stripped; a ConfigError that never shows the key if it cannot be an API key."""
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be text; got {type(value).__name__}")
     key = value.strip()
@@ -223,23 +224,10 @@ def check_key_format(value: str, name: str) -> str:
 
 # ---------------------------------------------------------------- .env
 
-def _dotenv_path() -> str | None:
-    try:
-        from dotenv import find_dotenv
-    except ImportError:
-        return None
-    path = find_dotenv(usecwd=True)
-    return path if path and os.path.isfile(path) else None
-
-
 def read_dotenv(path: str | None = None) -> dict[str, str]:
-    """The documented settings a .env file sets (searched upward from the working directory), non-empty only."""
-    try:
-        from dotenv import dotenv_values
-    except ImportError:
-        return {}
-    path = path or _dotenv_path()
-    if not path:
+    """The documented settings a .env file sets, non-empty only (the file is searched upward from the cwd)."""
+    path = path or find_dotenv(usecwd=True)
+    if not path or not os.path.isfile(path):
         return {}
     problem = ""
     try:
@@ -385,7 +373,8 @@ def _retries_setting(dotenv: dict[str, str]) -> int:
     if not raw:
         return DEFAULT_MAX_RETRIES
     if not raw.isdigit():
-        raise ConfigError(f"WORKSHOP_MAX_RETRIES={raw!r} must be a whole number from 0 to {MAX_RETRIES_LIMIT}")
+        raise ConfigError(f"WORKSHOP_MAX_RETRIES={raw!r} must be a whole number from 0 to "
+                          f"{MAX_RETRIES_LIMIT}")
     return int(raw)
 
 

@@ -45,7 +45,8 @@ class EndpointStatus:
 def _model_ids(body) -> tuple[str, ...] | None:
     """The model ids of a /models answer, or None when the body is not a model list."""
     data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+    if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str)
+                                             for m in data):
         return None
     return tuple(sorted(m["id"] for m in data))
 

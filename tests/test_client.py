@@ -235,3 +235,11 @@ def test_explain_reads_fastapi_style_detail():
     body = {"detail": "The model `foo` does not exist."}
     error = openai.NotFoundError("Error code: 404", response=httpx2.Response(404, request=request), body=body)
     assert "The model `foo` does not exist." in str(explain(error))
+
+
+def test_an_error_that_echoes_the_key_does_not_show_it(nim_settings):
+    echo = httpx2.Response(404, json={"error": {"message": f"no model for token {FAKE_KEY}"}})
+    client, _ = recording_client(make_client(nim_settings), [echo])
+    with pytest.raises(EndpointError, match=r"no model for token \*\*\*") as info:
+        chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
+    assert FAKE_KEY not in str(info.value)

@@ -180,7 +180,7 @@ def test_nvidia_key_is_not_sent_to_other_servers(clean_env, monkeypatch):
     assert nvidia.api_key == FAKE_KEY
 
 
-# ---------------------------------------------------------------- the NVIDIA key goes only to NVIDIA over https
+# ---------------------------------------------------------------- the NVIDIA key: https to NVIDIA only
 
 NOT_NVIDIA = [
     "http://integrate.api.nvidia.com/v1",              # not https
@@ -340,7 +340,8 @@ def test_malformed_keys_are_refused_early_without_showing_them(clean_env, monkey
         (clean_env / ".env").write_text(f'NVIDIA_API_KEY="{bad}"\n', encoding="utf-8")
     else:
         monkeypatch.setenv("WORKSHOP_API_KEY", bad)
-    with pytest.raises(ConfigError, match=f"cannot be an API key: character 13 of {len(bad)} is .*{re.escape(what)}") as info:
+    words = f"cannot be an API key: character 13 of {len(bad)} is .*{re.escape(what)}"
+    with pytest.raises(ConfigError, match=words) as info:
         load_settings("openai-compatible" if where == "WORKSHOP_API_KEY" else None,
                       base_url="http://localhost:8000/v1" if where == "WORKSHOP_API_KEY" else None)
     assert not leaked(info.value)
