@@ -415,7 +415,7 @@ def test_fork_of_a_session_with_profile_memory_forgets_what_later_turns_added(st
     session = PersistentSession.open(store, "ada", "main", memory=MemoryAssembler(recall=False))
     session.chat("My name is Ada. When does the AI club meet?")
     session.chat("I'm vegetarian. Where can I print a poster?")
-    profile = lambda s: {f["value"] for f in s.memory_state()["profile"]["facts"]}  # noqa: E731
+    profile = lambda s: {f["value"] for f in s.memory_state()["profile"]["statements"]}  # noqa: E731
     assert profile(session) == {"Ada", "vegetarian"}
     with pytest.raises(ForkError, match="own memory"):
         session.fork(1, "branch")
@@ -477,6 +477,20 @@ def test_a_turn_whose_save_fails_is_rolled_back_and_the_next_turn_saves(any_stor
     assert [t["question"] for t in stored.state["turns"]] == [OTHERS[0], CLUB, UNTIL]
 
 
+def test_a_failed_save_also_rolls_back_summary_recall_and_profile(store, monkeypatch):
+    from helpers.memory.assembler import MemoryAssembler
+
+    session = PersistentSession.open(store, "ada", "s1", memory=MemoryAssembler())
+    session.chat("My name is Ada. When does the AI club meet?")
+    before = session.snapshot()
+    failing_saves(monkeypatch, store, SessionStoreError("the disk is read-only (simulated)"))
+    with pytest.raises(SessionSaveError):
+        session.chat("I'm vegetarian. Where can I print a poster?")
+    assert session.snapshot() == before and "vegetarian" not in json.dumps(session.memory_state())
+    monkeypatch.undo()
+    assert "3 days" in session.chat(UNTIL) and store.load_state("ada", "s1").state == session.snapshot()
+
+
 def test_an_undo_or_reset_whose_save_fails_is_rolled_back(any_store, monkeypatch):
     session = PersistentSession.open(any_store, "ada", "s1")
     session.chat(CLUB)
@@ -508,6 +522,17 @@ def test_a_second_writer_keeps_its_turns_and_reload_continues_from_them(any_stor
     assert first.revision == 2 and first.turn_ids == [0, 1]
     first.chat(UNTIL)
     assert [t.question for t in any_store.load("ada", "s1").turns] == [CLUB, OTHERS[1], UNTIL]
+
+
+def test_a_session_deleted_by_another_writer_is_not_recreated(any_store):
+    session = PersistentSession.open(any_store, "ada", "s1")
+    session.chat(CLUB)
+    any_store.delete("ada", "s1")
+    with pytest.raises(SessionSaveError, match="another writer deleted it"):
+        session.chat(UNTIL)
+    assert session.turn_ids == [0]
+    with pytest.raises(SessionNotFoundError):
+        any_store.load_state("ada", "s1")
 
 
 def test_a_conflict_with_an_unchanged_stored_session_is_retried(any_store):

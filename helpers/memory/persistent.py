@@ -98,12 +98,14 @@ class PersistentSession:
             raise SessionStoreError(f"the session store is closed, so {self.name} cannot be saved; nothing was "
                                     f"{action} - open the store again and reopen the session")
 
-    def _stored(self) -> StoredSession | None:
-        """What the store holds now (None when it holds nothing, or cannot be read)."""
+    def _stored(self) -> tuple[StoredSession | None, bool]:
+        """What the store holds now (None when it cannot tell), and whether the session is gone from it."""
         try:
-            return self.store.load_state(self.user_id, self.session_id)
+            return self.store.load_state(self.user_id, self.session_id), False
+        except SessionNotFoundError:
+            return None, True
         except SessionStoreError:
-            return None
+            return None, False
 
     def _commit(self, before: dict, what: str) -> None:
         """Save the change made since ``before``; if that fails, roll it back and raise SessionSaveError."""
@@ -113,7 +115,7 @@ class PersistentSession:
         except SessionStoreError as err:
             failure = err
         after = self.session.snapshot()
-        stored = self._stored()
+        stored, gone = self._stored()
         if stored is not None and stored.state == after and stored.info.revision > self.revision:
             self.revision = stored.info.revision  # the save did commit; only its reply was lost
             return
@@ -125,7 +127,10 @@ class PersistentSession:
             except SessionStoreError as err:
                 failure = err
         rewind(self.session, before)
-        if isinstance(failure, SessionConflictError):
+        if isinstance(failure, SessionConflictError) and gone:
+            cause = "another writer deleted it since this copy loaded it"
+            todo = "open it again with PersistentSession.open to start it anew"
+        elif isinstance(failure, SessionConflictError):
             cause = "another writer saved it since this copy loaded it, and its turns are kept"
             todo = "call reload() (in the terminal chat: /reload) to continue from them, then try again"
         else:
