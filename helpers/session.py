@@ -21,6 +21,7 @@ import copy
 from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps
+from helpers.config import ConfigError
 from helpers.history import DroppedTurn, TurnIndex, approx_tokens, split_turns
 from helpers.ledger import UsageLedger
 from helpers.tools import tool_schemas
@@ -32,6 +33,10 @@ SESSION_SYSTEM_PROMPT = (
     "knowledge-base ids in square brackets, and always use days_until_weekday to count or compare days "
     "rather than estimating."
 )
+
+
+def _whole_number_from_1(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass
@@ -69,10 +74,13 @@ class ChatSession:
     def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, *, max_turns: int | None = None,
                  max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,
                  registry=None, max_steps: int = MAX_STEPS, verbose: bool = False, memory=None):
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1 (got {max_turns}); the newest turn is always kept")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive (got {max_tokens})")
+        if max_turns is not None and not _whole_number_from_1(max_turns):
+            raise ConfigError(f"max_turns must be a whole number of at least 1 (got {max_turns!r}), or None for "
+                              "no limit; the newest turn is always kept")
+        if max_tokens is not None and not _whole_number_from_1(max_tokens):
+            raise ConfigError(f"max_tokens must be a positive whole number (got {max_tokens!r}), or None for no "
+                              "limit")
+        tool_schemas(tools, registry)  # an unknown tool name is reported now, not at the first question
         self.system_prompt = system_prompt
         self.max_turns, self.max_tokens = max_turns, max_tokens
         self.client, self.settings = client, settings

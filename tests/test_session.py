@@ -249,3 +249,18 @@ def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
 
     with pytest.raises(ConfigError, match="max_steps"):
         ChatSession(max_steps=max_steps)
+
+
+@pytest.mark.parametrize("limits", [{"max_turns": 2.5}, {"max_turns": "3"}, {"max_turns": True},
+                                    {"max_tokens": float("nan")}, {"max_tokens": "800"}, {"max_tokens": -1}])
+def test_limits_that_are_not_whole_numbers_are_refused_by_name(limits):
+    from helpers.config import ConfigError
+
+    (name, _), = limits.items()
+    with pytest.raises(ConfigError, match=f"{name} must be a"):
+        ChatSession(**limits)
+
+
+def test_an_unknown_tool_name_is_refused_when_the_session_is_made():
+    with pytest.raises(KeyError, match="teleport"):
+        ChatSession(tools=["days_until_weekday", "teleport"])
