@@ -21,7 +21,7 @@ import openai
 
 from helpers.client import EndpointError, make_client
 from helpers.history import HistoryError
-from helpers.config import BACKENDS, ConfigError, load_settings
+from helpers.config import BACKENDS, ConfigError, apply_dotenv, load_settings
 from helpers.memory.persistent import PersistentSession
 from helpers.memory.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
                                   redact_dsn)
@@ -261,6 +261,11 @@ def run_chat(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m helpers``."""
+    try:
+        apply_dotenv()  # settings in .env (user, backend, session db) count as if exported
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     if args.command == "chat":
         return run_chat(args)

@@ -444,3 +444,13 @@ def test_ask_for_key_refuses_a_malformed_answer(a_person_at_the_keyboard, monkey
     with pytest.raises(ConfigError, match="line break") as info:
         config.ask_for_key()
     assert not leaked(info.value) and config._typed_key is None
+
+
+def test_terminal_chat_defaults_come_from_dotenv(clean_env, monkeypatch):
+    from helpers import cli
+
+    (clean_env / ".env").write_text("WORKSHOP_USER=ada\nWORKSHOP_SESSION_DB=from-dotenv.db\n")
+    seen = []
+    monkeypatch.setattr(cli, "run_chat", lambda args: seen.append(args) or 0)
+    assert cli.main(["chat"]) == 0
+    assert seen[0].user == "ada" and cli.default_db_path() == "from-dotenv.db"
