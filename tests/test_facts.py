@@ -15,12 +15,12 @@ from helpers.memory.extract import (
     parse_extraction,
 )
 from helpers.memory.facts import (
-    DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError, check_candidate,
-    format_facts, normalise_text,
+    DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError,
+    check_candidate, format_facts, normalise_text,
 )
 from helpers.memory.facts_store import MIGRATIONS, FactStoreError, SQLiteFactStore
 
-from test_postgres import pg_dsn, pg_fact_store  # noqa: E402  (skips when no server: see tests/setup_postgres.sh)
+from test_postgres import pg_dsn, pg_fact_store  # noqa: E402  (skips without a server: setup_postgres.sh)
 
 # A second backend (PostgreSQL, say) adds a factory here and inherits every test in this file.
 STORES = {"sqlite": lambda tmp_path: SQLiteFactStore(str(tmp_path / "facts.db")), "postgres": pg_fact_store}
@@ -654,7 +654,7 @@ def test_closed_background_writer_refuses_new_candidates(memory):
 # --- bad input costs only itself ---------------------------------------------------------------------------
 
 def _wide(n, seed):
-    """n random CJK Extension B letters (4 bytes each in UTF-8, incompressible): ids that fill an index entry."""
+    """n random CJK Extension B letters (4 UTF-8 bytes each, incompressible): ids that fill an index entry."""
     rng = random.Random(seed)
     return "".join(chr(rng.randrange(0x20000, 0x2A6D0)) for _ in range(n))
 
@@ -669,7 +669,8 @@ BAD = {
     "surrogate in subject": said("morning", 1, subject="us\udce9r"),
     "surrogate in source_id": said("morning", 1, source="chat:\udfffu1"),
     "surrogate in user_id": said("morning", 1, user="u\ud83d"),
-    "surrogate in evidence": Candidate("u1", "user", "delivery_window", "morning", "chat:u1", "user", 1, "\ud800"),
+    "surrogate in evidence": Candidate("u1", "user", "delivery_window", "morning", "chat:u1", "user", 1,
+                                       "\ud800"),
     "NUL in value": said("12 Elm\x00 St", 1, attribute="shipping_address"),
     "NUL in user_id": said("morning", 1, user="u1\x00"),
     "NUL in subject": said("morning", 1, subject="user\x00"),
@@ -691,8 +692,8 @@ def storable(text):
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_a_bad_candidate_is_rejected_alone_and_the_batch_commits(memory, name):
-    good = [said("evening", 1, user="u9", source="chat:u9"), said("peanuts", 2, attribute="allergy", user="u9",
-                                                                  source="chat:u9")]
+    good = [said("evening", 1, user="u9", source="chat:u9"),
+            said("peanuts", 2, attribute="allergy", user="u9", source="chat:u9")]
     decisions = memory.write_many([good[0], BAD[name], good[1]])
     assert [d.outcome for d in decisions] == ["insert", "rejected", "insert"]
     assert active_values(memory, "u9") == {("delivery_window", "evening"), ("allergy", "peanuts")}
@@ -700,7 +701,8 @@ def test_a_bad_candidate_is_rejected_alone_and_the_batch_commits(memory, name):
     fields = (rejected.user_id, rejected.subject, rejected.attribute, rejected.value, rejected.source_id,
               rejected.source_kind, rejected.reason)
     assert all(storable(text) for text in fields)
-    assert max(len(text) for text in fields[:-1]) <= PREVIEW_CHARS + 60 and len(rejected.reason) <= REASON_CHARS + 60
+    assert max(len(text) for text in fields[:-1]) <= PREVIEW_CHARS + 60
+    assert len(rejected.reason) <= REASON_CHARS + 60
     assert rejected.source_version is None or rejected.source_version < 2**63
     [row] = memory.audit(rejected.user_id)[-1:]
     assert (row.outcome, row.reason, row.value) == ("rejected", rejected.reason, rejected.value)
@@ -709,7 +711,8 @@ def test_a_bad_candidate_is_rejected_alone_and_the_batch_commits(memory, name):
 def test_the_audit_keeps_a_marked_preview_of_a_rejected_input(memory):
     decision = memory.write(BAD["1 MB value"])
     assert decision.value.startswith("9 Oak Avenue 9 Oak Avenue")
-    assert decision.value.endswith(f"... [{len('9 Oak Avenue ' * 80_000) - PREVIEW_CHARS} more characters not stored]")
+    cut = len("9 Oak Avenue " * 80_000) - PREVIEW_CHARS
+    assert decision.value.endswith(f"... [{cut} more characters not stored]")
     assert "the limit is 300" in decision.reason
     nul = memory.write(BAD["NUL in value"])
     assert nul.value == "12 Elm\\x00 St" and "NUL character at character 6" in nul.reason
@@ -726,8 +729,8 @@ def test_bad_candidates_get_the_same_decisions_on_every_backend(tmp_path):
         memory = FactMemory(STORES[backend](tmp_path))
         decisions = memory.write_many(batch)
         audit = [memory.audit(user) for user in sorted({d.user_id for d in decisions})]
-        seen.append(([str(d) for d in decisions],
-                     [(e.user_id, e.value, e.outcome, e.reason, e.source_version) for rows in audit for e in rows]))
+        rows = [(e.user_id, e.value, e.outcome, e.reason, e.source_version) for part in audit for e in part]
+        seen.append(([str(d) for d in decisions], rows))
         memory.close()
     assert seen[0] == seen[1]
     assert [line.split()[0] for line in seen[0][0]].count("rejected") == len(BAD)
@@ -742,38 +745,37 @@ def test_object_and_mapping_verdicts_agree_on_unstorable_input():
 
 # --- assistant proposals and the stale check ---------------------------------------------------------------
 
+def window(user, value, source, kind, version):
+    return Candidate(user, "user", "delivery_window", value, source, kind, version)
+
+
 def test_a_replayed_assistant_proposal_stays_a_noop_after_a_correction(memory):
-    memory.write(Candidate("u", "user", "delivery_window", "morning", "chat:u", "user", 1))
-    proposal = Candidate("u", "user", "delivery_window", "morning", "assistant:u", "assistant", 2)
+    memory.write(window("u", "morning", "chat:u", "user", 1))
+    proposal = window("u", "morning", "assistant:u", "assistant", 2)
     assert memory.write(proposal).outcome == "noop"
-    assert memory.write(Candidate("u", "user", "delivery_window", "evening", "chat:u", "user", 3)).outcome == \
-        "correction"
+    assert memory.write(window("u", "evening", "chat:u", "user", 3)).outcome == "correction"
     replay = memory.write(proposal)
     assert replay.outcome == "noop" and replay.reason.startswith("replay")
     assert memory.ineligible("u") == []
     assert [e.outcome for e in memory.audit("u")] == ["insert", "noop", "correction", "noop"]
     assert active_values(memory, "u") == {("delivery_window", "evening")}
-    newer = memory.write(Candidate("u", "user", "delivery_window", "morning", "assistant:u", "assistant", 4))
+    newer = memory.write(window("u", "morning", "assistant:u", "assistant", 4))
     assert newer.outcome == "rejected" and [f.value for f in memory.ineligible("u")] == ["morning"]
 
 
 def test_an_assistant_claim_under_the_users_source_id_does_not_block_the_user(memory):
-    memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1))
-    claim = memory.write(Candidate("c", "user", "delivery_window", "evening", "chat:c", "assistant", 9))
-    assert claim.outcome == "rejected"
-    decision = memory.write(Candidate("c", "user", "delivery_window", "afternoon", "chat:c", "user", 2))
-    assert decision.outcome == "correction"
+    memory.write(window("c", "morning", "chat:c", "user", 1))
+    assert memory.write(window("c", "evening", "chat:c", "assistant", 9)).outcome == "rejected"
+    assert memory.write(window("c", "afternoon", "chat:c", "user", 2)).outcome == "correction"
     assert active_values(memory, "c") == {("delivery_window", "afternoon")}
-    assert memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1)).outcome == "noop"
+    assert memory.write(window("c", "morning", "chat:c", "user", 1)).outcome == "noop"
 
 
 def test_an_assistant_claim_arriving_first_under_the_users_source_id_does_not_block_the_user(memory):
-    claim = memory.write(Candidate("c", "user", "delivery_window", "evening", "chat:c", "assistant", 9))
-    assert claim.outcome == "rejected"
-    assert memory.write(Candidate("c", "user", "delivery_window", "morning", "chat:c", "user", 1)).outcome == "insert"
+    assert memory.write(window("c", "evening", "chat:c", "assistant", 9)).outcome == "rejected"
+    assert memory.write(window("c", "morning", "chat:c", "user", 1)).outcome == "insert"
     assert active_values(memory, "c") == {("delivery_window", "morning")}
-    assert memory.write(Candidate("c", "user", "delivery_window", "afternoon", "chat:c", "user", 2)).outcome == \
-        "correction"
+    assert memory.write(window("c", "afternoon", "chat:c", "user", 2)).outcome == "correction"
     assert active_values(memory, "c") == {("delivery_window", "afternoon")}
 
 
@@ -785,7 +787,8 @@ def test_nfc_and_nfd_spellings_of_an_id_are_one_key(memory, field):
 
     def stated(value, version, spelling):
         ids = {"user_id": "u1", "subject": "user", "source_id": "chat:u1", field: spelling}
-        return Candidate(ids["user_id"], ids["subject"], "delivery_window", value, ids["source_id"], "user", version)
+        return Candidate(ids["user_id"], ids["subject"], "delivery_window", value, ids["source_id"], "user",
+                         version)
 
     assert memory.write(stated("morning", 1, composed)).outcome == "insert"
     assert memory.write(stated("mornings", 2, decomposed)).outcome == "noop"
@@ -805,7 +808,7 @@ def test_padded_ids_are_normalised_the_same_way_on_write_and_read(memory):
         assert [e.outcome for e in memory.audit(spelling)] == ["insert", "correction"]
 
 
-# --- acknowledged after the commit ----------------------------------------------------------------------------
+# --- acknowledged after the commit ----------------------------------------------------------------------
 
 def second_store(store):
     """Another store (its own connections) on the same database as ``store``."""
@@ -830,7 +833,7 @@ def test_submit_with_wait_returns_only_after_the_row_is_readable_elsewhere(memor
     thread = threading.Thread(target=producer)
     thread.start()
     thread.join(0.2)
-    assert thread.is_alive() and result == {}  # the batch is held before its commit, so submit is still waiting
+    assert thread.is_alive() and result == {}  # the batch is held before its commit: submit is still waiting
     gate.set()
     thread.join()
     assert result == {"done": True, "outcome": "insert", "seen": {("delivery_window", "morning")}}
