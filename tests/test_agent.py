@@ -363,3 +363,13 @@ def test_a_key_echoed_inside_a_broken_stream_is_hidden():
     with pytest.raises(ResponseFormatError, match="error inside the stream") as raised:
         next(turn)
     assert key not in str(raised.value) and "***" in str(raised.value)
+
+
+def test_deeply_nested_arguments_from_the_model_do_not_break_the_loop(capsys):
+    deep = '{"weekday": ' + "[" * 1000 + '"Thu"' + "]" * 1000 + "}"
+    server = ScriptedServer([calls(("days_until_weekday", deep, "c1")), answer("Sorry.")])
+    history = []
+    result = run_agent("q", history, verbose=True, **server.kwargs())
+    assert "nested too deeply" in tool_results(result.messages)[0]["error"]
+    assert result.answer == "Sorry." and find_problems(history) == []
+    assert "✗" in capsys.readouterr().out
