@@ -628,6 +628,9 @@ def test_tampered_snapshot_fields_are_explained(store, db, change, problem):
     with pytest.raises(SessionStoreError, match="ada/s1") as caught:
         store.load("ada", "s1")
     assert problem in str(caught.value)
+    with pytest.raises(SessionStoreError, match="ada/s1") as caught:
+        store.fork("ada", "s1", 0, "branch")
+    assert problem in str(caught.value)
 
 
 def test_a_turn_record_with_wrong_fields_is_explained(store, db):

@@ -12,9 +12,11 @@ A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snaps
   turns are deleted. Header and rows change in one transaction, so a process killed mid-save
   leaves the session exactly as the last committed save left it.
 
-``PersistentSession.undo()`` and ``reset()`` save too. ``fork(user, session, at_turn, new_id)`` stores a new
-session holding the turns with id < ``at_turn`` (the original with its newest turns undone), so a
-conversation can branch from an earlier point without touching the original.
+``PersistentSession.undo()`` and ``reset()`` save too; a change whose save fails is rolled back in
+memory as well (``SessionSaveError``), so memory and store never disagree.
+``fork(user, session, at_turn, new_id)`` stores a new session holding the turns with id < ``at_turn``
+(the original with its newest turns undone), so a conversation can branch from an earlier point
+without touching the original.
 
 The same schema lives in ``helpers.memory.postgres`` for deployments with many processes.
 A SQLite file may also hold the durable fact store (``helpers.memory.facts_store``): its tables
@@ -404,8 +406,8 @@ class SessionStoreBase:
         check_ids(user_id, new_session_id)
         stored = self.load_state(user_id, session_id)
         state = stored.state
+        session = restore(stored, session_class, session_kwargs)  # first: it explains a damaged snapshot
         check_fork(state, at_turn)
-        session = restore(stored, session_class, session_kwargs)
         if state.get("memory") and not session.memory_state():
             raise ForkError(f"session {user_id}/{session_id} has summary/profile state that a plain "
                             f"{session_class.__name__} cannot carry; pass memory=<a new MemoryAssembler configured "
