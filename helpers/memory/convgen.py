@@ -93,7 +93,7 @@ ATTRIBUTES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                           "Remind me of my language exchange partner.")),
     "graduation year": (("2029", "2030", "2028", "2031"),
                         ("What is my graduation year?", "When do I graduate?", "Remind me of my graduation year.")),
-    "favourite study spot": (("the Harrow Library mezzanine", "the Maker Lab loft", "the Thistle Cafe window seat",
+    "favourite study spot": (("the Harrow Library mezzanine", "the Maker Lab loft", "the window seat at Fenn Hall",
                               "the quiet room in Birch Court"),
                              ("What's my favourite study spot?", "Where do I like to study?",
                               "Remind me of my favourite place to study.")),

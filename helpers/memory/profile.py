@@ -63,6 +63,7 @@ _MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?
 _NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
 _DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
+_TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
 _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+", re.I)
 
 
@@ -141,7 +142,8 @@ def extract_with_rules(user_text: str) -> list[dict]:
             continue
         for match in _MY_ATTRIBUTE.finditer(sentence):
             attribute = " ".join(match.group(1).lower().split())
-            value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"").replace(_DOT, ".")
+            value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"")
+            value = _TAIL_WORDS.sub("", value).replace(_DOT, ".")
             if attribute in _NOT_ATTRIBUTES or not value or (attribute, attribute) in seen:
                 continue
             seen.add((attribute, attribute))
