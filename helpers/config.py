@@ -297,8 +297,8 @@ def is_interactive() -> bool:
         shell = get_ipython()
     except ImportError:
         shell = None
-    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":
-        kernel = getattr(shell, "kernel", None)
+    kernel = getattr(shell, "kernel", None)  # Jupyter, JupyterLab, Colab: a kernel that may allow input
+    if kernel is not None:
         return bool(getattr(kernel, "_allow_stdin", False))
     try:
         return sys.stdin is not None and sys.stdin.isatty()

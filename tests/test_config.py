@@ -454,3 +454,13 @@ def test_terminal_chat_defaults_come_from_dotenv(clean_env, monkeypatch):
     monkeypatch.setattr(cli, "run_chat", lambda args: seen.append(args) or 0)
     assert cli.main(["chat"]) == 0
     assert seen[0].user == "ada" and cli.default_db_path() == "from-dotenv.db"
+
+
+@pytest.mark.parametrize("allow_stdin", [True, False])
+def test_a_kernel_counts_as_interactive_only_when_it_takes_input(clean_env, monkeypatch, allow_stdin):
+    import IPython
+
+    monkeypatch.delenv("WORKSHOP_NO_PROMPT")
+    shell = type("Shell", (), {"kernel": types.SimpleNamespace(_allow_stdin=allow_stdin)})()  # Colab's name
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert config.is_interactive() is allow_stdin
