@@ -23,7 +23,8 @@ def rewind(session: ChatSession, state: dict) -> None:
     session._reset_index(copy.deepcopy(state["messages"]), list(state["turn_ids"]))
     session._next_id = state["next_id"]
     session.turns = [TurnRecord(**t) for t in state["turns"]]
-    session.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"]) for d in state["dropped"]]
+    session.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"])
+                       for d in state["dropped"]]
     session.restore_memory_state(copy.deepcopy(state["memory"]))
 
 
