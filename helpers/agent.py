@@ -85,8 +85,7 @@ def _streamed_reply(stream, settings=None):
     for chunk in _chunks(stream, where, settings, secret):
         chunks += 1
         try:
-            if isinstance(getattr(getattr(chunk, "usage", None), "prompt_tokens", None), int):
-                usage = chunk.usage
+            usage = _reported_usage(getattr(chunk, "usage", None)) or usage
             if not hasattr(chunk, "choices"):
                 raise TypeError("it has no choices field")
             if not chunk.choices:  # e.g. the usage chunk that ends a stream
@@ -182,6 +181,12 @@ def _excerpt(value, secret, width: int = 120) -> str:
     return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
+def _reported_usage(usage):
+    """``usage`` if it holds a whole ``prompt_tokens`` count, else None (a server may send none, or junk)."""
+    tokens = getattr(usage, "prompt_tokens", None)
+    return usage if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else None
+
+
 class _Streamed:
     """The part of a response the callers of ``on_response`` read, for streamed replies."""
 
@@ -231,8 +236,9 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
                               stream_options={"include_usage": True}, **chat_kwargs)
                 reply, streamed_usage = yield from _streamed_reply(chunks, settings)
                 response = _Streamed(reply, streamed_usage)
-            usage.append(response.usage)
-            if on_response is not None and response.usage is not None:
+            reported = _reported_usage(response.usage)  # None when the server sent no usable count
+            usage.append(reported)
+            if on_response is not None and reported is not None:
                 on_response(sent, response)
             calls = reply.get("tool_calls") or []
             if not calls and not (reply.get("content") or "").strip():

@@ -264,3 +264,17 @@ def test_limits_that_are_not_whole_numbers_are_refused_by_name(limits):
 def test_an_unknown_tool_name_is_refused_when_the_session_is_made():
     with pytest.raises(KeyError, match="teleport"):
         ChatSession(tools=["days_until_weekday", "teleport"])
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": None}, {}, 5, {"prompt_tokens": "12"},
+                                   {"prompt_tokens": -1}])
+def test_an_answer_with_unusable_usage_is_kept_and_the_count_skipped(usage):
+    import httpx2
+
+    from helpers.config import load_settings
+    from test_agent import COMPLETION, streaming_client
+
+    client = streaming_client(httpx2.Response(200, json=dict(COMPLETION, usage=usage)))
+    session = ChatSession(client=client, settings=load_settings("offline"), max_tokens=5_000)
+    assert session.chat("hello?") == "hi"
+    assert session.turn_ids == [0] and session.stats.prompt_tokens == []
