@@ -206,3 +206,23 @@ def test_long_tool_answers_do_not_crowd_out_a_statement():
     found = index.search("Who is my academic advisor?", k=3)
     assert found[0].turn_id == 0
     assert all(len(item.text) < 700 for item in found)  # answers are quoted short
+
+
+def test_stored_vectors_spare_the_re_embedding_after_a_restore(index):
+    before = index.search("What's my locker number?")
+    model, vectors = index.export_vectors()
+    assert sorted(vectors) == [0, 1, 3, 4, 5] and vectors[0].shape == (1, 384)
+    restored = fresh()
+    restored.restore(index.state())
+    assert restored.import_vectors(model, vectors) == 5 and restored.pending == []
+    assert restored.search("What's my locker number?") == before
+    assert restored.embed_requests == 1  # only the question was embedded
+
+
+def test_vectors_from_another_model_are_not_used(index):
+    index.search("warm up")
+    _, vectors = index.export_vectors()
+    restored = fresh()
+    restored.restore(index.state())
+    assert restored.import_vectors("some-other-embedding-model", vectors) == 0
+    assert restored.pending == [0, 1, 3, 4, 5]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -181,12 +181,45 @@ class RecallIndex:
             self._matrix = np.delete(self._matrix, rows, axis=0)
             self._is_answer = np.delete(self._is_answer, rows)
 
+    def embedding_model(self) -> str:
+        """The name of the embedding model this index embeds with."""
+        from helpers.client import get_settings
+
+        return self.model or (self.settings or get_settings()).embedding_model
+
+    def export_vectors(self) -> tuple[str, dict[int, np.ndarray]]:
+        """(model name, turn id -> its pieces' vectors, float32 rows): to store beside the turns."""
+        rows: dict[int, list[int]] = {}
+        for row, turn_id in enumerate(self._ids):
+            rows.setdefault(turn_id, []).append(row)
+        return self.embedding_model(), {i: self._matrix[r].astype(np.float32) for i, r in rows.items()}
+
+    def import_vectors(self, model: str, vectors: Mapping[int, np.ndarray]) -> int:
+        """Use stored vectors instead of embedding again; only from the same model and for the same pieces.
+
+        Returns how many turns were taken; the others stay pending and are embedded at the next search.
+        """
+        if model != self.embedding_model():
+            return 0
+        done = set(self._ids)
+        taken = [(i, np.asarray(v, dtype=np.float32)) for i, v in vectors.items()
+                 if i in self.texts and i not in done and np.ndim(v) == 2 and len(v) == len(self.texts[i])]
+        if taken and self._ids and taken[0][1].shape[1] != self._matrix.shape[1]:
+            return 0
+        for turn_id, matrix in taken:
+            answers = self.answers.get(turn_id, 0)
+            kinds = [n >= len(matrix) - answers for n in range(len(matrix))]
+            self._matrix = matrix if not self._ids else np.vstack([self._matrix, matrix])
+            self._ids += [turn_id] * len(matrix)
+            self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
+        return len(taken)
+
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
-        from helpers.client import get_client, get_settings
+        from helpers.client import get_client
         from helpers.embeddings import embed_texts
 
         client = self.client if self.client is not None else get_client(quiet=True)
-        model = self.model or (self.settings or get_settings()).embedding_model
+        model = self.embedding_model()
         self.embed_requests += 1
         return embed_texts(client, texts, model=model, input_type=input_type, progress=False)
 
