@@ -4,6 +4,7 @@ import logging
 import random
 import sqlite3
 import threading
+from collections.abc import Mapping
 
 import httpx2
 import openai
@@ -706,6 +707,26 @@ def test_a_bad_candidate_is_rejected_alone_and_the_batch_commits(memory, name):
     assert rejected.source_version is None or rejected.source_version < 2**63
     [row] = memory.audit(rejected.user_id)[-1:]
     assert (row.outcome, row.reason, row.value) == ("rejected", rejected.reason, rejected.value)
+
+
+class _BrokenMapping(Mapping):
+    """A mapping whose every lookup fails (a lazy record whose backing store went away, say)."""
+
+    def __getitem__(self, key):
+        raise RuntimeError("the record is gone")
+
+    def __iter__(self):
+        return iter(["user_id", "value"])
+
+    def __len__(self):
+        return 2
+
+
+def test_a_candidate_that_fails_while_being_checked_costs_only_itself(memory):
+    decisions = memory.write_many([said("morning", 1), _BrokenMapping(), said("peanuts", 2, attribute="allergy")])
+    assert [d.outcome for d in decisions] == ["insert", "rejected", "insert"]
+    assert "could not be checked (RuntimeError)" in decisions[1].reason
+    assert active_values(memory) == {("delivery_window", "morning"), ("allergy", "peanuts")}
 
 
 def test_the_audit_keeps_a_marked_preview_of_a_rejected_input(memory):

@@ -321,6 +321,7 @@ def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Check
         return None
     name = spec.name
     key = (user_id, subject, name, value_key if spec.multi_valued else "")
+    # at most 4 UTF-8 bytes per character: only a long key needs its bytes counted
     if len(user_id) + len(subject) + len(name) + len(key[3]) > MAX_KEY_BYTES // 4 and _key_problem(key, True):
         return None
     return _Checked(user_id, subject, name, value, source_id, kind, version, evidence, value_key, key)
@@ -329,18 +330,19 @@ def _check_fast(c: Candidate, attributes: Mapping[str, AttributeSpec]) -> _Check
 def _rejected(candidate: Any, problems: list[str]) -> Decision:
     """The decision for a malformed candidate: what it held, as previews an audit row can always store."""
     raw = vars(candidate) if isinstance(candidate, Candidate) else candidate if isinstance(candidate, Mapping) else {}
-    text = {}
-    for name in ("user_id", "subject", "attribute", "value", "source_id", "source_kind"):
+    text: dict[str, str] = {}
+    version = None
+    for name in ("user_id", "subject", "attribute", "value", "source_id", "source_kind", "source_version"):
         try:
             item = raw.get(name)
         except Exception:  # a mapping that fails to answer is shown as empty
             item = None
-        if isinstance(item, str):
+        if name == "source_version":
+            version = item if type(item) is int and 0 <= item <= MAX_VERSION else None
+        elif isinstance(item, str):
             text[name] = storable_preview(normalise_id(item) if name in _IDS else item)
         else:
             text[name] = "" if item is None else _shown(item, PREVIEW_CHARS)
-    version = raw.get("source_version")
-    version = version if type(version) is int and 0 <= version <= MAX_VERSION else None
     reason = storable_preview("malformed candidate, not stored (repair and resubmit): " + "; ".join(problems),
                               REASON_CHARS)
     return Decision(REJECTED, reason, text["user_id"], text["subject"], text["attribute"], text["value"],
