@@ -323,11 +323,9 @@ def find_api_key(prompt: bool = False) -> tuple[str | None, str]:
     The prompt happens only with ``prompt=True``. A key that cannot be one (a line break, a space,
     a non-ASCII or invisible character inside) is a ConfigError that names the source, not the key.
     """
-    found = [(_typed_key, "prompt"), (os.environ.get(KEY_NAME), "environment")]
-    for value, source in found:
-        if value and value.strip():
-            return check_key_format(value, f"{KEY_NAME} (from {source})"), source
-    for lookup, source in ((_key_from_colab, "Colab secret"), (_key_from_dotenv, ".env file")):
+    sources = (("prompt", lambda: _typed_key), ("environment", lambda: os.environ.get(KEY_NAME)),
+               ("Colab secret", _key_from_colab), (".env file", _key_from_dotenv))
+    for source, lookup in sources:
         value = lookup()
         if value and value.strip():
             return check_key_format(value, f"{KEY_NAME} (from {source})"), source
@@ -447,17 +445,20 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
         chat_model = chat_model if chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
         embedding_model = OFFLINE_EMBEDDING_MODEL
 
-    settings = Settings(
+    fields = dict(
         backend=chosen,
         base_url=base_url.rstrip("/"),
         chat_model=chat_model or DEFAULT_CHAT_MODEL,
         embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
-        temperature=_float_setting("WORKSHOP_TEMPERATURE", DEFAULT_TEMPERATURE, dotenv),
-        timeout=_float_setting("WORKSHOP_TIMEOUT", DEFAULT_TIMEOUT, dotenv),
-        max_retries=_retries_setting(dotenv),
         key_source=source,
         api_key=key,
     )
-    settings = replace(settings, **overrides) if overrides else settings
+    if "temperature" not in overrides:
+        fields["temperature"] = _float_setting("WORKSHOP_TEMPERATURE", DEFAULT_TEMPERATURE, dotenv)
+    if "timeout" not in overrides:
+        fields["timeout"] = _float_setting("WORKSHOP_TIMEOUT", DEFAULT_TIMEOUT, dotenv)
+    if "max_retries" not in overrides:
+        fields["max_retries"] = _retries_setting(dotenv)
+    settings = Settings(**{**fields, **overrides})  # a keyword wins over its environment variable
     check_key_destination(settings)
     return settings

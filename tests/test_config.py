@@ -464,3 +464,8 @@ def test_a_kernel_counts_as_interactive_only_when_it_takes_input(clean_env, monk
     shell = type("Shell", (), {"kernel": types.SimpleNamespace(_allow_stdin=allow_stdin)})()  # Colab's name
     monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
     assert config.is_interactive() is allow_stdin
+
+
+def test_a_keyword_replaces_a_bad_environment_number(clean_env, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_TIMEOUT", "0")
+    assert load_settings("offline", timeout=5).timeout == 5
