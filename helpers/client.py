@@ -23,7 +23,7 @@ class EndpointError(RuntimeError):
 
 
 class ResponseFormatError(EndpointError):
-    """The server answered HTTP 200 with something that is not a chat completion (HTML, an error, no choices)."""
+    """The server answered HTTP 200 with something that is not a chat completion (HTML, an error...)."""
 
 
 _announced: set[str] = set()
