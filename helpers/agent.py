@@ -25,7 +25,7 @@ import openai
 
 from helpers.client import (FORMAT_ADVICE, ResponseFormatError, chat, describe_body, explain, get_settings,
                             hide_secret)
-from helpers.compat import normalize_messages
+from helpers.compat import CompatError, normalize_messages
 from helpers.config import ConfigError, safe_url
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
 
@@ -121,7 +121,18 @@ def _streamed_reply(stream, settings=None):
         message["tool_calls"] = [{"id": c["id"], "type": "function",
                                   "function": {"name": c["name"], "arguments": c["arguments"]}}
                                  for _, c in sorted(calls.items())]
-    return normalize_messages([message])[0], usage
+    return _as_reply(message, where, secret), usage
+
+
+def _as_reply(message, where: str, secret) -> dict:
+    """The server's assistant message as a plain dict, or a ResponseFormatError saying what is wrong."""
+    try:
+        return normalize_messages([message])[0]
+    except CompatError as exc:
+        problem = str(exc)
+        detail = f" ({problem.removeprefix('message 0: ')})" if problem.startswith("message 0: ") else ""
+        raise ResponseFormatError(f"{where} answered with an assistant message that cannot go back into the "
+                                  f"conversation{detail}: {_excerpt(message, secret)}") from None
 
 
 def _server(stream) -> str:
@@ -230,7 +241,9 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
             sent = len(messages)
             if not stream:
                 response = chat(messages, client=client, settings=settings, tools=schemas, **chat_kwargs)
-                reply = normalize_messages([response.choices[0].message])[0]
+                used = settings or get_settings()
+                reply = _as_reply(response.choices[0].message, f"The server at {safe_url(used.base_url)}",
+                                  used.api_key)
             else:
                 chunks = chat(messages, client=client, settings=settings, tools=schemas, stream=True,
                               stream_options={"include_usage": True}, **chat_kwargs)

@@ -373,3 +373,34 @@ def test_deeply_nested_arguments_from_the_model_do_not_break_the_loop(capsys):
     assert "nested too deeply" in tool_results(result.messages)[0]["error"]
     assert result.answer == "Sorry." and find_problems(history) == []
     assert "✗" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tool_calls, expected", [
+    ([{"id": "a", "type": "function"}], "not a function call with a name"),
+    ([{"type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}], "has no 'id'"),
+    ([5], "[5]"),
+])
+def test_a_reply_with_unusable_tool_calls_is_a_format_error_and_rolls_back(tool_calls, expected):
+    import httpx2
+    from helpers.client import ResponseFormatError
+    from helpers.config import load_settings
+
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    body = dict(COMPLETION, choices=[{"index": 0, "message": message, "finish_reason": "tool_calls"}])
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    with pytest.raises(ResponseFormatError, match="cannot go back into the conversation") as raised:
+        run_agent("q", history, client=streaming_client(httpx2.Response(200, json=body)),
+                  settings=load_settings("offline"))
+    assert expected in str(raised.value) and len(history) == 2
+
+
+def test_a_streamed_tool_call_without_an_id_is_a_format_error():
+    import httpx2
+    from helpers.client import ResponseFormatError
+
+    call = {"index": 0, "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}
+    body = sse(chunk({"tool_calls": [call]}), chunk(finish="tool_calls"))
+    history = []
+    with pytest.raises(ResponseFormatError, match="has no 'id'"):
+        streamed("q", history, streaming_client(httpx2.Response(200, headers=SSE, content=body)))
+    assert history == []
