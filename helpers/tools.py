@@ -178,6 +178,7 @@ def tool_schemas(names: list[str] | None = None, registry: dict[str, Tool] | Non
 
 
 MAX_ARGUMENT_CHARS = 100_000  # far above any real tool call; protects the loop from runaway input
+MAX_ARGUMENT_DEPTH = 100  # levels of nested [ ] and { }; deeper JSON could exhaust the parser's stack
 _MAX_ERROR_CHARS = 2_000
 
 
@@ -238,6 +239,10 @@ def _parse_arguments(name: str, arguments, tool: Tool) -> dict | str:
     if arguments is not None and len(arguments) > MAX_ARGUMENT_CHARS:
         return _error(f"arguments for {name} are too long ({len(arguments):,} characters, at most "
                       f"{MAX_ARGUMENT_CHARS:,}); send an object like {_example(tool)}")
+    text = arguments.decode("utf-8", "replace") if isinstance(arguments, (bytes, bytearray)) else arguments
+    if text and _nesting_depth(text) > MAX_ARGUMENT_DEPTH:
+        return _error(f"arguments for {name} are nested too deeply to read (more than {MAX_ARGUMENT_DEPTH} "
+                      f"levels); send an object like {_example(tool)}")
     try:
         args = json.loads(arguments or "{}")
     except RecursionError:
@@ -249,6 +254,28 @@ def _parse_arguments(name: str, arguments, tool: Tool) -> dict | str:
     if not isinstance(args, dict):
         return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
     return args
+
+
+def _nesting_depth(text: str) -> int:
+    """How deeply JSON text nests arrays and objects (brackets inside strings do not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _short_repr(value, width: int = 80) -> str:

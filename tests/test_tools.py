@@ -1,4 +1,5 @@
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
@@ -136,6 +137,11 @@ def test_an_empty_tool_list_means_no_tools():
     assert tool_schemas([]) == [] and len(tool_schemas()) == len(tools.REGISTRY)
 
 
+def _too_deep():
+    """A nesting depth past the interpreter's recursion limit (1,000 by default; some tools raise it)."""
+    return 2 * sys.getrecursionlimit()
+
+
 def _nested(depth):
     value = "Thursday"
     for _ in range(depth):
@@ -152,17 +158,29 @@ def _spy_registry():
 
 
 def test_deeply_nested_json_arguments_are_an_error_result():
-    arguments = '{"weekday": ' + "[" * 1000 + '"Thu"' + "]" * 1000 + "}"
-    assert "nested too deeply" in json.loads(run_tool("days_until_weekday", arguments))["error"]
+    for depth in (1000, _too_deep()):
+        arguments = '{"weekday": ' + "[" * depth + '"Thu"' + "]" * depth + "}"
+        assert "nested too deeply" in json.loads(run_tool("days_until_weekday", arguments))["error"]
+
+
+def test_nesting_is_counted_up_to_the_limit_and_brackets_in_strings_do_not_count():
+    def nested_weekday(depth):
+        return '{"weekday": ' + "[" * (depth - 1) + '"Thu"' + "]" * (depth - 1) + "}"
+
+    limit = tools.MAX_ARGUMENT_DEPTH
+    assert "unknown weekday" in json.loads(run_tool("days_until_weekday", nested_weekday(limit)))["error"]
+    assert "nested too deeply" in json.loads(run_tool("days_until_weekday", nested_weekday(limit + 1)))["error"]
+    quoted = json.dumps({"query": "[" * 500 + '\\"{' * 200})  # brackets and escaped quotes inside a string
+    assert tools._nesting_depth(quoted) == 1
 
 
 def test_deeply_nested_dict_arguments_are_an_error_result():
-    error = json.loads(run_tool("days_until_weekday", {"weekday": _nested(5000)}))["error"]
+    error = json.loads(run_tool("days_until_weekday", {"weekday": _nested(_too_deep())}))["error"]
     assert "nested too deeply" in error
 
 
 def test_a_deeply_nested_result_is_an_error_result():
-    registry = {"deep": tools.Tool("deep", lambda: {"x": _nested(5000)}, tools._schema("deep", "x", {}, []))}
+    registry = {"deep": tools.Tool("deep", lambda: {"x": _nested(_too_deep())}, tools._schema("deep", "x", {}, []))}
     assert "not JSON" in json.loads(run_tool("deep", "{}", registry))["error"]
 
 
