@@ -10,8 +10,9 @@ parallel calls) and measures, in the same run, repeated over several runs:
   the readable one again, then reading .kept and .dropped     (numbering turns is O(history))
   what ChatSession runs per turn today: TurnIndex.extend(new turn) + trim_to_budget(B) + .messages,
       then the same plus its save point (copy.deepcopy of the index, message dicts shared)
-  a session that keeps only its window and trims it with fast_trim.trim_to_budget every turn
-      (reading .kept and .dropped, as a session must; its save point is the old list itself)
+  a session that keeps only its window and trims it with the pure function every turn, fast_trim's
+      or the readable one (reading .kept and .dropped, as a session must; its save point would be the
+      old list itself, so it costs nothing)
 
 Every row uses the same budget and the same counts (approx_tokens, precomputed and
 looked up, no per-request overhead). Times are CPU time (time.process_time), steadier
@@ -92,12 +93,12 @@ def index_per_turn(turns: list[list[dict]], budget: int, count, save_point: bool
     return elapsed / len(turns) * 1e6
 
 
-def window_per_turn(turns: list[list[dict]], budget: int, count) -> float:
-    """A session that keeps only its window and trims it with the pure function every turn."""
+def window_per_turn(trim, turns: list[list[dict]], budget: int, count) -> float:
+    """A session that keeps only its window and trims it with a pure function every turn."""
     window, ids, dropped = [SYSTEM], [], 0
     start = time.process_time()
     for t, turn in enumerate(turns):
-        trimmed = fast_trim.trim_to_budget(window + turn, budget, count=count, turn_ids=ids + [t], overhead=0)
+        trimmed = trim(window + turn, budget, count=count, turn_ids=ids + [t], overhead=0)
         window, ids = trimmed.messages, trimmed.kept
         dropped += len(trimmed.dropped)
     elapsed = time.process_time() - start
@@ -131,7 +132,7 @@ def main() -> None:
     lc_long, lc_short = convert_to_messages(long), convert_to_messages(short)
     lc_costs = {id(m): approx_tokens(d) for m, d in zip(lc_long + lc_short, long + short)}
 
-    def lc_count(messages: list) -> int:  # the list form trim_messages calls; partial copies counted on the spot
+    def lc_count(messages: list) -> int:  # the list form trim_messages calls; partial copies counted afresh
         return sum(lc_costs[id(m)] if id(m) in lc_costs else approx_tokens(convert_to_openai_messages(m))
                    for m in messages)
 
@@ -167,10 +168,12 @@ def main() -> None:
     paths = [
         (f"langchain trim_messages, {long_label}", lambda: per_call(lambda: lc_trim(lc_long), 5)),
         (f"langchain trim_messages, {short_label}", lambda: per_call(lambda: lc_trim(lc_short), 100)),
-        (f"history.trim_to_budget (readable), {long_label}", lambda: per_call(ours(trim_to_budget, long), 200)),
+        (f"history.trim_to_budget (readable), {long_label}",
+         lambda: per_call(ours(trim_to_budget, long), 200)),
         (f"history.trim_to_budget (readable), {short_label}",
          lambda: per_call(ours(trim_to_budget, short), 200)),
-        (f"fast_trim.trim_to_budget, {long_label}", lambda: per_call(ours(fast_trim.trim_to_budget, long), 300)),
+        (f"fast_trim.trim_to_budget, {long_label}",
+         lambda: per_call(ours(fast_trim.trim_to_budget, long), 300)),
         (f"fast_trim.trim_to_budget, {short_label}",
          lambda: per_call(ours(fast_trim.trim_to_budget, short), 300)),
         (f"readable + read .kept and .dropped, {long_label}", lambda: per_call(read_ids(long), 5)),
@@ -179,13 +182,16 @@ def main() -> None:
         ("ChatSession today, with its deepcopy save point", lambda: index_per_turn(
             turns[:SESSION_TURNS], args.budget, lookup, save_point=True)),
         ("session on its window: fast_trim + .kept/.dropped", lambda: window_per_turn(
-            turns[:SESSION_TURNS], args.budget, lookup)),
+            fast_trim.trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
+        ("session on its window: readable + .kept/.dropped", lambda: window_per_turn(
+            trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
     ]
     for run in range(args.runs):
         for name, measure in paths:
             rows.setdefault(name, []).append(measure())
     lc_long_times = rows[paths[0][0]]
-    print(f"{'path':54} {'us per call/turn: median (min-max)':>36} {'langchain ' + long_label + ' / this':>30}")
+    header = f"langchain {long_label} / this"
+    print(f"{'path':54} {'us per call/turn: median (min-max)':>36} {header:>30}")
     for name, times in rows.items():
         ratios = [lc / t for lc, t in zip(lc_long_times, times)]
         print(f"{name:54} {spread(times):>36} {spread(ratios) + 'x':>30}")
@@ -206,6 +212,8 @@ def main() -> None:
         ("  the same with its save point, >= 1,000x", ratio(paths[0][0], paths[8][0]), lambda r: r >= 1000),
         ("  a session trimming its window with fast_trim, >= 1,000x",
          ratio(paths[0][0], paths[9][0]), lambda r: r >= 1000),
+        ("  a session trimming its window with the readable version, >= 1,000x",
+         ratio(paths[0][0], paths[10][0]), lambda r: r >= 1000),
     ]
     for name, values, ok in checks:
         verdict = "met in every run" if all(map(ok, values)) else (
@@ -229,8 +237,8 @@ def tight_budgets(trim_messages, convert_to_messages, convert_to_openai_messages
         calls, tally = 0, {"human": [0, 0], None: [0, 0], "ours": [0, 0, 0]}
         history = [system]
         for turn in turns:
-            ends = [1] + [i + 1 for i in range(1, len(turn))
-                          if turn[i]["role"] == "tool" and (i + 1 == len(turn) or turn[i + 1]["role"] != "tool")]
+            ends = [1] + [i + 1 for i in range(1, len(turn)) if turn[i]["role"] == "tool"
+                          and (i + 1 == len(turn) or turn[i + 1]["role"] != "tool")]
             for end in ends:
                 sent, question = history + turn[:end], turn[0]["content"]
                 calls += 1

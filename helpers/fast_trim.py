@@ -18,11 +18,10 @@ from itertools import islice
 from typing import Any, Collection, Hashable, Sequence
 
 from helpers.history import (
-    HistoryError,
     TokenCounter,
     TrimResult,
+    _check_limits,
     _pinned_spans,
-    _require_list,
     _trimmed,
     approx_tokens,
     system_end,
@@ -98,9 +97,7 @@ def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequenc
                   pinned: Collection[Hashable] = (), count: TokenCounter = approx_tokens,
                   overhead: int = REPLY_PRIMING) -> TrimResult:
     """Same as ``helpers.history.trim_to_turns``, faster."""
-    if not isinstance(max_turns, int) or max_turns < 1:
-        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is always kept")
-    _require_list(messages)
+    _check_limits(messages=messages, max_turns=max_turns)
     kept = _pinned_spans(messages, turn_ids, pinned)
     kept.update(islice(turns_newest_first(messages), max_turns))
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
@@ -113,9 +110,7 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
                    turn_ids: Sequence[Hashable] | None = None, pinned: Collection[Hashable] = (),
                    overhead: int = REPLY_PRIMING) -> TrimResult:
     """Same as ``helpers.history.trim_to_budget``, faster."""
-    if not isinstance(max_tokens, int) or max_tokens < 0:
-        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
-    _require_list(messages)
+    _check_limits(messages=messages, max_tokens=max_tokens)
     first = system_end(messages)
     kept = _pinned_spans(messages, turn_ids, pinned)
     tokens = overhead + sum(map(count, messages[:first]))

@@ -106,7 +106,8 @@ Problem = tuple  # (absolute index, role label, parts: tuple[str | _Ref, ...])
 
 def _missing(missing: list[str]) -> tuple:
     return ("an assistant message with 'tool_calls' must be followed by tool messages responding to each "
-            f"'tool_call_id'; the following tool_call_ids did not have response messages: {', '.join(missing)}",)
+            "'tool_call_id'; the following tool_call_ids did not have response messages: "
+            f"{', '.join(missing)}",)
 
 
 class _Checker:
@@ -170,7 +171,8 @@ class _Checker:
         content = message.get("content")
         tool_calls = message.get("tool_calls") if role == "assistant" else None
         if content is not None and not isinstance(content, (str, list)):
-            self._add(i, who, f"content is of type {type(content).__name__}; use a string or a list of content parts")
+            self._add(i, who, f"content is of type {type(content).__name__}; use a string or a list of "
+                      "content parts")
         elif role != "assistant":
             if content is None:
                 self._add(i, who, "has no content; give it a string (or a list of content parts)")
@@ -185,6 +187,8 @@ class _Checker:
         for message in messages:
             if type(message) is dict:
                 role, content = message.get("role"), message.get("content")
+                if self.group_open and role != "tool" and len(answered) == len(calls):
+                    self.group_open = False  # every call was answered: the group closes with no problem
                 if self.group_open:
                     if role == "tool" and type(content) is str:
                         cid = message.get("tool_call_id")
@@ -211,7 +215,8 @@ class _Checker:
     def _feed_calls(self, i: int, tool_calls: Any) -> None:
         calls: dict[str, int] = {}
         if not isinstance(tool_calls, list) or not tool_calls:
-            self._add(i, "assistant", "tool_calls must be a non-empty list; remove the key if there are no calls")
+            self._add(i, "assistant", "tool_calls must be a non-empty list; remove the key if there are no "
+                      "calls")
         else:
             for k, call in enumerate(tool_calls):
                 if not isinstance(call, dict):
@@ -221,13 +226,15 @@ class _Checker:
                 if not isinstance(cid, str) or not cid:
                     self._add(i, "assistant", f"tool_calls[{k}] has no id; every tool call needs a string id")
                 elif cid in calls:
-                    self._add(i, "assistant", f"tool_calls[{k}] repeats id {cid!r}; tool call ids must be unique")
+                    self._add(i, "assistant", f"tool_calls[{k}] repeats id {cid!r}; tool call ids must be "
+                              "unique")
                 else:
                     calls[cid] = k
                 function = call.get("function")
                 name = function.get("name") if isinstance(function, dict) else None
                 if not isinstance(name, str) or not name:
-                    self._add(i, "assistant", f"tool_calls[{k}] has no function.name; name the tool being called")
+                    self._add(i, "assistant", f"tool_calls[{k}] has no function.name; name the tool being "
+                              "called")
                 elif not isinstance(function.get("arguments"), str):
                     kind = type(function.get("arguments")).__name__
                     self._add(i, "assistant", f"tool_calls[{k}] ({name}) arguments are of type {kind}, not a "
@@ -243,23 +250,26 @@ class _Checker:
         cid = message.get("tool_call_id")
         if not self.seen_conversation:
             self.seen_conversation = True
-            self._add(i, "tool", f"the history starts with a tool message (after the system part); {ORPHAN_PHRASE}")
+            self._add(i, "tool", "the history starts with a tool message (after the system part); "
+                      + ORPHAN_PHRASE)
         elif not isinstance(cid, str) or not cid:
-            self._add(i, "tool", f"has no tool_call_id; {ORPHAN_PHRASE}, so give the id of the call it answers")
+            self._add(i, "tool", f"has no tool_call_id; {ORPHAN_PHRASE}, so give the id of the call it "
+                      "answers")
         elif cid not in self.calls:
             if self.calls_index >= 0:
-                self._add(i, "tool", f"orphan tool result for {cid!r}: the nearest preceding assistant message "
-                          "with tool_calls (message ", _Ref(self.calls_index), f") asked for {sorted(self.calls)}; "
-                          + ORPHAN_PHRASE)
+                self._add(i, "tool", f"orphan tool result for {cid!r}: the nearest preceding assistant "
+                          "message with tool_calls (message ", _Ref(self.calls_index),
+                          f") asked for {sorted(self.calls)}; " + ORPHAN_PHRASE)
             else:
-                self._add(i, "tool", f"orphan tool result for {cid!r}: no assistant message with tool_calls comes "
-                          f"before it; {ORPHAN_PHRASE}")
+                self._add(i, "tool", f"orphan tool result for {cid!r}: no assistant message with tool_calls "
+                          f"comes before it; {ORPHAN_PHRASE}")
         elif cid in self.answered:
             self._add(i, "tool", f"answers tool call {cid!r} a second time (first answer: message ",
                       _Ref(self.answered[cid]), "); keep one result per call")
         elif not self.group_open:
-            self._add(i, "tool", f"out of order: the result for {cid!r} comes after a non-tool message, but tool "
-                      "results must come directly after the assistant message that asked for them (message ",
+            self._add(i, "tool", f"out of order: the result for {cid!r} comes after a non-tool message, "
+                      "but tool results must come directly after the assistant message that asked for them "
+                      "(message ",
                       _Ref(self.calls_index), f"); {ORPHAN_PHRASE}")
         else:
             self.answered[cid] = i
@@ -274,7 +284,7 @@ def _render(problems: Iterable[Problem], where: Callable[[int], int] = int) -> l
 
 
 def find_problems(messages: Sequence[dict]) -> list[str]:
-    """Human-readable problems, one per string naming the message index; empty iff a strict server would accept."""
+    """Human-readable problems, each naming its message index; empty iff a strict server would accept."""
     if not isinstance(messages, (list, tuple)):
         return [f"messages is of type {type(messages).__name__}; pass a list of message dicts"]
     if not messages:
@@ -390,14 +400,14 @@ def _pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
     """start -> end of every pinned turn, found walking forward to the last of them."""
     pinned = set(pinned)
     if turn_ids is None:
-        wanted = pinned  # a turn's default id is its position
+        wanted = pinned  # a turn's default id is its position (pinned is our own copy here)
     else:
         wanted = {turn_ids.index(turn_id) for turn_id in pinned if turn_id in turn_ids}
     spans: dict[int, int] = {}
     for position, (start, end) in enumerate(turn_spans(messages) if wanted else ()):
         if position in wanted:
             spans[start] = end
-            wanted = wanted - {position}
+            wanted.discard(position)
             if not wanted:
                 break
     return spans
@@ -420,7 +430,13 @@ def _trimmed(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_b
     return TrimResult(out, tokens, over_budget, source=messages, spans=spans, turn_ids=turn_ids, count=count)
 
 
-def _require_list(messages: Any) -> None:
+def _check_limits(*, messages: Any = (), max_turns: Any = 1, max_tokens: Any = 0) -> None:
+    """Refuse a limit that is not a whole number in range, or messages that are not a list."""
+    if not isinstance(max_turns, int) or max_turns < 1:
+        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is "
+                           "always kept")
+    if not isinstance(max_tokens, int) or max_tokens < 0:
+        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
     if not isinstance(messages, (list, tuple)):
         raise HistoryError.invalid(find_problems(messages))
 
@@ -433,9 +449,7 @@ def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequenc
     Pinned turns inside the newest ``max_turns`` count toward it; older pinned turns
     are kept in addition. ``max_turns`` must be at least 1: the newest turn is always kept.
     """
-    if not isinstance(max_turns, int) or max_turns < 1:
-        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is always kept")
-    _require_list(messages)
+    _check_limits(messages=messages, max_turns=max_turns)
     kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
     kept.update(islice(turns_newest_first(messages), max_turns))
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
@@ -454,9 +468,7 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
     Otherwise the total never exceeds ``max_tokens``. Kept turns are always a
     contiguous newest run plus older pinned turns: no gaps are punched into the middle.
     """
-    if not isinstance(max_tokens, int) or max_tokens < 0:
-        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
-    _require_list(messages)
+    _check_limits(messages=messages, max_tokens=max_tokens)
     kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
     tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
@@ -657,9 +669,7 @@ class TurnIndex:
 
     def trim_to_turns(self, max_turns: int) -> TrimReport:
         """Keep the newest ``max_turns`` turns plus older pinned ones; see the module function."""
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn "
-                               "is always kept")
+        _check_limits(max_turns=max_turns)
         self._require_valid()
         dropped = []
         while self._window() > max_turns:
@@ -670,8 +680,7 @@ class TurnIndex:
 
     def trim_to_budget(self, max_tokens: int) -> TrimReport:
         """Drop the oldest unpinned turns until the total fits ``max_tokens``; see the module function."""
-        if not isinstance(max_tokens, int) or max_tokens < 0:
-            raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
+        _check_limits(max_tokens=max_tokens)
         self._require_valid()
         dropped = []
         while self._total > max_tokens and self._window() > 1:

@@ -196,7 +196,8 @@ class UsageLedger:
         self.records.append(entry)
         return entry
 
-    def _span(self, messages: list, keys: list[str], estimates: list[int], tokens: int, has_overhead: bool) -> _Span:
+    def _span(self, messages: list, keys: list[str], estimates: list[int], tokens: int,
+              has_overhead: bool) -> _Span:
         for_messages = tokens - (min(self.overhead, tokens) if has_overhead else 0)
         shares = _apportion(for_messages, estimates)
         return _Span(keys, tokens, has_overhead, Counter(keys), list(zip(messages, shares)))

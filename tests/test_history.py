@@ -55,7 +55,8 @@ def history() -> list[dict]:
         SYSTEM,
         user("Where is the library?"), reply("North of Birch Quad."),
         user("Is Hale 204 free?"), asks("c1"), result("c1"), reply("Yes, it is free."),
-        user("And Hale 205 and 206?"), asks("c2", "c3"), result("c3", "taken"), result("c2"), reply("205 only."),
+        user("And Hale 205 and 206?"), asks("c2", "c3"), result("c3", "taken"), result("c2"),
+        reply("205 only."),
         user("Thanks, and the gym hours?"),
     ]
 
@@ -114,7 +115,8 @@ def test_history_starting_with_a_tool_message():
 
 
 def test_unknown_role():
-    assert one_problem([user("hi"), {"role": "robot", "content": "beep"}]).startswith("message 1 (robot): unknown role")
+    problem = one_problem([user("hi"), {"role": "robot", "content": "beep"}])
+    assert problem.startswith("message 1 (robot): unknown role")
 
 
 @pytest.mark.parametrize("role", ["user", "system", "developer", "tool"])
@@ -122,7 +124,8 @@ def test_missing_or_none_content(role):
     for message in ({"role": role}, {"role": role, "content": None}):
         if role == "tool":
             message["tool_call_id"] = "c1"
-        messages = [user("rooms?"), asks("c1"), message, reply("ok")] if role == "tool" else [message, user("x")]
+        messages = ([user("rooms?"), asks("c1"), message, reply("ok")] if role == "tool"
+                    else [message, user("x")])
         assert any("has no content" in p for p in find_problems(messages)), messages
 
 
@@ -134,7 +137,8 @@ def test_assistant_may_have_no_content_only_with_tool_calls():
 
 
 def test_non_string_tool_call_arguments():
-    message = {"role": "assistant", "content": None, "tool_calls": [call("c1", arguments={"building": "Hale"})]}
+    message = {"role": "assistant", "content": None,
+               "tool_calls": [call("c1", arguments={"building": "Hale"})]}
     problem = one_problem([user("hi"), message, result("c1")])
     assert problem.startswith("message 1 (assistant):") and "json.dumps" in problem
 
@@ -142,7 +146,8 @@ def test_non_string_tool_call_arguments():
 def test_tool_call_without_id_or_function_name():
     no_id = {"type": "function", "function": {"name": "room_lookup", "arguments": "{}"}}
     no_name = {"id": "c1", "type": "function", "function": {"arguments": "{}"}}
-    messages = [user("hi"), {"role": "assistant", "content": None, "tool_calls": [no_id, no_name]}, result("c1")]
+    both = {"role": "assistant", "content": None, "tool_calls": [no_id, no_name]}
+    messages = [user("hi"), both, result("c1")]
     problems = find_problems(messages)
     assert any("has no id" in p for p in problems) and any("no function.name" in p for p in problems)
 
@@ -156,7 +161,8 @@ def test_empty_list():
 
 
 def test_empty_tool_calls_list():
-    assert "non-empty list" in one_problem([user("hi"), {"role": "assistant", "content": "x", "tool_calls": []}])
+    empty = {"role": "assistant", "content": "x", "tool_calls": []}
+    assert "non-empty list" in one_problem([user("hi"), empty])
 
 
 # ----------------------------------------------------------------------------- split_turns
@@ -277,7 +283,7 @@ def test_trim_to_budget_reads_only_the_turns_it_keeps(trim):
     out = trim(messages, 400, count=lambda m: counted.append(m) or approx_tokens(m))
     kept_messages = len(out.messages) - 1
     assert 10 <= kept_messages <= 40 and not out.over_budget
-    assert len(counted) <= 1 + kept_messages + 4  # the system part, the kept turns and the one that did not fit
+    assert len(counted) <= 1 + kept_messages + 4  # the system part, the kept turns, the one that did not fit
     assert messages.reads <= 4 * (1 + kept_messages + 4)  # walk back, slice, copy: a few reads each, no more
 
 
@@ -312,8 +318,8 @@ def test_problems_in_kept_turns_are_numbered_as_in_the_list_passed_in():
     for trim in (trim_to_turns, fast_trim.trim_to_turns):
         with pytest.raises(HistoryError) as info:
             trim(broken, 2)
-        assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant message "
-                                       f"with tool_calls comes before it; {ORPHAN_PHRASE}"]
+        assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant "
+                                       f"message with tool_calls comes before it; {ORPHAN_PHRASE}"]
 
 
 def test_pinned_turns_are_found_by_their_ids():
@@ -360,7 +366,8 @@ def test_the_framing_constants_are_defined_once_in_tokens():
 
 def test_approx_tokens_counts_tool_call_arguments():
     small = asks("c1")
-    big = {"role": "assistant", "content": None, "tool_calls": [call("c1", arguments=json.dumps({"q": "x" * 400}))]}
+    big = {"role": "assistant", "content": None,
+           "tool_calls": [call("c1", arguments=json.dumps({"q": "x" * 400}))]}
     assert approx_tokens(big) >= approx_tokens(small) + 90
 
 
@@ -424,7 +431,8 @@ def test_ledger_after_trimming_falls_back_then_becomes_exact_again():
 def test_ledger_reports_estimate_error():
     ledger, messages = UsageLedger(), history()
     entry = ledger.record(messages[:4], server_prompt(messages[:4]))
-    assert entry.error == REPLY_PRIMING + sum(approx_tokens(m) for m in messages[:4]) - server_prompt(messages[:4])
+    estimate = REPLY_PRIMING + sum(approx_tokens(m) for m in messages[:4])
+    assert entry.error == estimate - server_prompt(messages[:4])
     summary = ledger.summary()
     assert summary["requests"] == 1 and summary["mean_abs_error"] == abs(entry.error)
 
@@ -457,7 +465,8 @@ def test_turn_index_trim_to_budget_matches_the_pure_function():
         index = TurnIndex(history())
         report = index.trim_to_budget(budget)
         pure = trim_to_budget(history(), budget)
-        assert (index.messages, index.turn_ids, report.over_budget) == (pure.messages, pure.kept, pure.over_budget)
+        assert (index.messages, index.turn_ids, report.over_budget) == (
+            pure.messages, pure.kept, pure.over_budget)
 
 
 def test_turn_index_validate_matches_find_problems_after_trims():

@@ -51,7 +51,8 @@ def build_conversation(seed: int, n_turns: int, *, n_system: int, greeting: bool
             ids = [f"call_{calls + k}" for k in range(len(specs))]
             calls += len(specs)
             messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps({"n": size})}}
+                {"id": cid, "type": "function",
+                 "function": {"name": name, "arguments": json.dumps({"n": size})}}
                 for cid, (name, size) in zip(ids, specs)]})
             answers = [{"role": "tool", "tool_call_id": cid, "content": text(size, rng.randint(0, 99))}
                        for cid, (_, size) in zip(ids, specs)]
@@ -76,7 +77,8 @@ def build_case(seed: int, n_turns: int) -> Case:
     knobs = random.Random(seed ^ 0x5EED)
     messages, total = build_conversation(
         seed, n_turns, n_system=knobs.choice([0, 1, 1, 1, 2]), greeting=knobs.random() < 0.1,
-        max_steps=knobs.randint(0, 3), max_parallel=knobs.randint(1, 3), interrupted_pct=knobs.choice([0, 10, 30]))
+        max_steps=knobs.randint(0, 3), max_parallel=knobs.randint(1, 3),
+        interrupted_pct=knobs.choice([0, 10, 30]))
     pinned = {knobs.randrange(total) for _ in range(knobs.choice([0, 0, 1, 2]))}
     return Case(messages, total, pinned, knobs)
 
