@@ -169,7 +169,8 @@ def test_nesting_is_counted_up_to_the_limit_and_brackets_in_strings_do_not_count
 
     limit = tools.MAX_ARGUMENT_DEPTH
     assert "unknown weekday" in json.loads(run_tool("days_until_weekday", nested_weekday(limit)))["error"]
-    assert "nested too deeply" in json.loads(run_tool("days_until_weekday", nested_weekday(limit + 1)))["error"]
+    too_deep = json.loads(run_tool("days_until_weekday", nested_weekday(limit + 1)))["error"]
+    assert "nested too deeply" in too_deep
     quoted = json.dumps({"query": "[" * 500 + '\\"{' * 200})  # brackets and escaped quotes inside a string
     assert tools._nesting_depth(quoted) == 1
 
@@ -180,7 +181,8 @@ def test_deeply_nested_dict_arguments_are_an_error_result():
 
 
 def test_a_deeply_nested_result_is_an_error_result():
-    registry = {"deep": tools.Tool("deep", lambda: {"x": _nested(_too_deep())}, tools._schema("deep", "x", {}, []))}
+    deep = tools.Tool("deep", lambda: {"x": _nested(_too_deep())}, tools._schema("deep", "x", {}, []))
+    registry = {"deep": deep}
     assert "not JSON" in json.loads(run_tool("deep", "{}", registry))["error"]
 
 
