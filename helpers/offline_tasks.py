@@ -14,7 +14,8 @@ Like everything in the stand-in, they read only the request they are given.
    X", "which X did I say", "where / what do I <verb>" ("where do I live"), "who am I"
    (asks for the name). Each names what is asked about: the noun phrase after "my"
    ("my advisor's name" asks for the advisor), or the verb. Such a question is never
-   sent to campus search.
+   sent to campus search -- except a verb question outside ``PERSONAL_VERBS`` that
+   nothing the user said answers: "where do I print a poster?" is about the campus.
 2. *Evidence* is only what the user said, as found in the request: sentences of earlier
    user messages (the window, newest of all), ``[turn N] user: "..."`` quotes and
    ``- label: value (turn N, ...)`` lines in any system message (recalled turns,
@@ -25,9 +26,11 @@ Like everything in the stand-in, they read only the request they are given.
    was / changed to ...", "I <verb> ..." for a verb question, a profile line, a
    correction note -- or carries a correction word ("actually", "now", "instead",
    "changed", ...); otherwise it is a mere mention.
-4. *Choosing*: statements before mentions; then evidence the context does not mark as
-   superseded ("(superseded at turn M: X is now "Y")" after a quote, "(superseded)" or
-   "(outdated)" after a line) before evidence it does; then evidence it marks as
+4. *Choosing*: statements before mentions (for "what did I say about X" every sentence
+   of the user's that mentions X counts as a statement); then evidence the context does
+   not mark as superseded ("(superseded at turn M: X is now "Y")" after a quote,
+   "(superseded)" or "(outdated)" after a line) before evidence it does; then, for "what
+   did I say" questions, the user's own words before profile lines; then evidence it marks as
    current ("(current)", or a profile line that names the value it superseded); then
    evidence that covers every word asked about; then the newest (highest turn id,
    the window above all, later in the request on a tie).
@@ -226,10 +229,12 @@ QUESTION_FORMS = (  # each names what is asked about: a noun phrase (np) or a ve
     rf"\b(?:what|which) (?:did )?i (?:say|said|tell you|told you|mention|mentioned) "
     rf"(?:about |regarding |for )?(?:my |the )?{_NP}",                         # what did I say about X
     r"\b(?:which|what) (?P<np>[a-z][\w'-]*(?: [a-z][\w'-]*){0,2}) did i\b",   # which X did I say
-    r"\b(?:where|when|what|how|who|which \w+) do i (?P<verb>[a-z]+)\b",      # where do I live
+    r"\b(?:where|when|what|who|which \w+) do i (?P<verb>[a-z]+)\b",          # where do I live
     r"\bwho am i\b(?P<np>)",                                                   # who am I -> name
 )
 _QUESTION_FORMS = [re.compile(p, re.I) for p in QUESTION_FORMS]
+PERSONAL_VERBS = frozenset("live work study stay major commute come".split())  # "where do I live?"
+_SAID_QUESTION = re.compile(r"\bwhat (?:did )?i (?:say|said|tell|told|mention)", re.I)
 _GENERIC = set("name number day time date place one thing stuff kind type new current old favourite favorite "
                "usual exact full".split())
 _CUT = re.compile(r"\b(?:this|that|these|those|for|at|in|on|of|with|from|to|next|last|again|today)\b.*$")
@@ -360,6 +365,7 @@ def _about_user(messages: list[dict]) -> str | None:
         return None
     words, verb = asked
     wanted = (words - _GENERIC) or words
+    words_asked = _SAID_QUESTION.search(_text(messages[-1])) is not None
     best, best_key = None, None
     for item in _evidence(messages[:-1]):
         topic = item.text.split("|")[0]
@@ -372,12 +378,14 @@ def _about_user(messages: list[dict]) -> str | None:
             if not shared:
                 continue
             cover = int(shared == wanted)
-        key = (_is_statement(item, words, verb), not item.superseded, item.current, cover,
-               item.turn if item.turn is not None else float("inf"), item.position)
+        statement = words_asked and item.kind in ("said", "quote") or _is_statement(item, words, verb)
+        key = (statement, not item.superseded, words_asked and item.kind in ("said", "quote"), item.current,
+               cover, item.turn if item.turn is not None else float("inf"), item.position)
         if best_key is None or key > best_key:
             best, best_key = item, key
     if best is None:
-        return DONT_KNOW
+        # "where do I print a poster?" is a campus question unless the user said "I print ..."
+        return DONT_KNOW if verb is None or verb in PERSONAL_VERBS else None
     where = f" (turn {best.turn})" if best.turn is not None else ""
     if best.kind == "note":
         label, value = best.text.split("|")

@@ -70,9 +70,28 @@ def test_the_newest_statement_wins():
     assert "Dr. Lee" in ask(later, "Who is my advisor?")
 
 
-def test_campus_questions_still_go_to_the_tools():
-    decision = decide(HISTORY + [user("When does the AI club meet?")], TOOLS)
+@pytest.mark.parametrize("question", ["When does the AI club meet?", "How do I connect to campus Wi-Fi?",
+                                      "Where do I print a poster?", "Where do I find the IT help desk?"])
+def test_campus_questions_still_go_to_the_tools(question):
+    decision = decide(HISTORY + [user(question)], TOOLS)
     assert decision.tool_calls and decision.tool_calls[0][0] == "search_campus_info"
+
+
+def test_what_did_i_say_quotes_the_users_words_before_the_profile():
+    profile = {"role": "system", "content": "User profile:\n- constraint/schedule: can't do mornings (turn 1, "
+                                            "2026-11-30)\n- preference/stop: the south gate stop (turn 29, "
+                                            '2026-11-30; superseded "the north gate stop" from turn 5)'}
+    recalled = {"role": "system", "content": '[turn 1] user: "I can\'t do mornings, I work late shifts."\n'
+                                             '[turn 5] user: "I prefer the north gate stop." (superseded at turn '
+                                             '29: preference/stop is now "the south gate stop")\n'
+                                             '[turn 29] user: "Actually, I prefer the south gate stop now."'}
+    history = [SYSTEM, profile, recalled]
+    assert ask(history, "What did I say about mornings?") == \
+        'You told me (turn 1): "I can\'t do mornings, I work late shifts."'
+    assert ask(history, "What did I say about the gate stop?") == \
+        'You told me (turn 29): "Actually, I prefer the south gate stop now."'
+    current = ask(history, "What's my stop?")
+    assert "(turn 29)" in current and "south gate stop" in current and "north" not in current
 
 
 def test_questions_about_the_user_never_go_to_campus_search():
