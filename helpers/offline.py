@@ -2,11 +2,16 @@
 
 It is not a language model. It speaks the wire protocol (``/v1/chat/completions``
 with tools and streaming, ``/v1/embeddings``, ``/v1/models``), validates requests
-like a strict server (HTTP 400 with an OpenAI-shaped error body, so the client
-raises ``openai.BadRequestError``), reports token usage with the deterministic
+like the published chat completions API (every malformed field is an HTTP 400 with an
+OpenAI-shaped error body ``{"error": {"message", "type", "param", "code"}}`` whose message
+and ``param`` name the field, so the client raises ``openai.BadRequestError``; a missing
+model is a 400, an unknown one a 404), reports token usage with the deterministic
 tokenizer in ``helpers.tokens``, and decides replies with the small rule set in
 ``helpers.offline_policy``. It keeps no state between requests: it knows only the
-messages it is sent.
+messages it is sent. What it cannot serve (audio, predicted outputs, web search, the
+deprecated functions API, custom tools) is refused with a 400 that says so; ``n``
+gives n identical choices and ``stop`` cuts the reply; the other sampling parameters
+are checked and then ignored, as a deterministic server would.
 """
 from __future__ import annotations
 
