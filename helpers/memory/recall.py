@@ -46,6 +46,7 @@ fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol so
 RECENCY_WEIGHT = 0.05  # at most this much is added to the newest turn's similarity
 ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user statement
 ANSWER_CHARS = 240  # a recalled tool answer is quoted up to this many characters
+MERGE_POOL = 16  # repeats are looked for among the best k x this many turns
 NEAR_IDENTICAL = 0.9  # share of the shorter statement's words the longer one must contain
 _INTERROGATIVES = re.compile(r"^\W*(?:what|what's|whats|who|who's|whom|whose|where|where's|when|which|why|how|"
                              r"do|does|did|can|could|would|will|should|shall|may|is|are|am|was|were|have|has|"
@@ -206,12 +207,13 @@ class RecallIndex:
                  if i in self.texts and i not in done and np.ndim(v) == 2 and len(v) == len(self.texts[i])]
         if taken and self._ids and taken[0][1].shape[1] != self._matrix.shape[1]:
             return 0
-        for turn_id, matrix in taken:
-            answers = self.answers.get(turn_id, 0)
-            kinds = [n >= len(matrix) - answers for n in range(len(matrix))]
-            self._matrix = matrix if not self._ids else np.vstack([self._matrix, matrix])
-            self._ids += [turn_id] * len(matrix)
-            self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
+        if not taken:
+            return 0
+        kinds = [n >= len(m) - self.answers.get(i, 0) for i, m in taken for n in range(len(m))]
+        stacked = np.vstack([m for _, m in taken])
+        self._matrix = stacked if not self._ids else np.vstack([self._matrix, stacked])
+        self._ids += [i for i, m in taken for _ in range(len(m))]
+        self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
         return len(taken)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
@@ -249,17 +251,16 @@ class RecallIndex:
             warnings.warn(f"recall skipped this turn: {str(exc).splitlines()[0]}", RecallWarning, stacklevel=2)
             return []
         similarity = self._matrix @ query - ANSWER_PENALTY * self._is_answer
-        best: dict[int, float] = {}
-        for turn_id, score in zip(self._ids, similarity.tolist()):
-            if turn_id not in excluded and turn_id in self.quotes and score > best.get(turn_id, -2.0):
-                best[turn_id] = score
-        if not best:
-            return []
+        turns, row_turn = np.unique(np.asarray(self._ids), return_inverse=True)  # each row's turn
+        best = np.full(len(turns), -np.inf)
+        np.maximum.at(best, row_turn, similarity)  # a turn scores as its best piece
         ordered = sorted(self.texts)
         span = max(ordered[-1] - ordered[0], 1)
-        scored = {i: s + RECENCY_WEIGHT * (i - ordered[0]) / span for i, s in best.items() if s >= self.min_score}
-        ranked = sorted(scored.items(), key=lambda item: (-round(item[1], 6), -item[0]))  # ties: newest first
-        return self._merged(ranked, k)
+        scores = best + RECENCY_WEIGHT * (turns - ordered[0]) / span
+        keep = (best >= self.min_score) & ~np.isin(turns, list(excluded)) & np.isin(turns, list(self.quotes))
+        ranked = sorted(zip(turns[keep].tolist(), scores[keep].tolist()),
+                        key=lambda item: (-round(item[1], 6), -item[0]))  # ties: newest first
+        return self._merged(ranked[:MERGE_POOL * k], k)
 
     def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
         """The top ``k`` after merging near-identical statements into their newest occurrence."""
