@@ -274,8 +274,7 @@ def _stems(text: str) -> set[str]:
 
 
 def asked_about_user(question: str) -> tuple[set[str], str | None] | None:
-    """(the words of "my <noun phrase>", or a verb as in "where do I live") when ``question`` asks about
-    the user, else None."""
+    """What a question about the user asks: (words of "my <noun phrase>", None) or (empty, verb); else None."""
     for form in _QUESTION_FORMS:
         match = form.search(question)
         if match is None:

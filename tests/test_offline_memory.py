@@ -1,5 +1,7 @@
 """The stand-in's memory rule: questions about the user are answered from what the user said."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.offline_policy import decide
 from helpers.offline_tasks import DONT_KNOW, asked_about_user
@@ -152,3 +154,24 @@ def test_what_a_question_asks_about(question, words, verb):
                                       "Where is the library?", "What time is it?"])
 def test_other_questions_are_not_about_the_user(question):
     assert asked_about_user(question) is None
+
+
+# ---------------------------------------------------------------- any noun, any value: a rule, not a script
+
+NOUN = st.text("bcdfghjklmnprstvz", min_size=4, max_size=9).map(lambda w: w + "o")  # no stop or generic words
+VALUE = st.text("bcdfghjklmnprstvz", min_size=3, max_size=8).map(lambda w: w.capitalize() + "a")
+ASKED = ["What's my {}?", "what is my {} again?", "Do you remember my {}?", "Remind me of my {}.",
+         "Who is my {}?", "When is my {}?", "Tell me my {} please"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(noun=NOUN, old=VALUE, new=VALUE, other=VALUE, form=st.sampled_from(ASKED), corrected=st.booleans())
+def test_any_stated_fact_is_found_and_the_newest_value_wins(noun, old, new, other, form, corrected):
+    said = [f"My {noun} is {old}.", f"My favourite colour is {other}."]
+    if corrected:
+        said.append(f"Sorry, my {noun} is actually {new}.")
+    answer = ask(conversation(*said), form.format(noun))
+    assert (new if corrected else old) in answer
+    if corrected and old not in new:
+        assert old not in answer
+    assert ask(conversation(said[1]), form.format(noun)) == DONT_KNOW  # only the other fact
