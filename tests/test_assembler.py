@@ -323,3 +323,15 @@ def test_profile_lines_about_the_question_come_first():
     lines = ["- name: Priya (turn 0, x)", "- dorm room: Wren 3 (turn 4, x)", "- locker number: 5502 (turn 9, x)"]
     assert relevant_first(lines, "Which locker is mine?")[0].startswith("- locker number")
     assert relevant_first(lines, "hello") == lines
+
+
+def test_profile_lines_are_ranked_by_meaning_when_no_word_is_shared():
+    memory = MemoryAssembler(summariser=False, **offline())
+    for turn_id, text in enumerate(["My locker number is 4471.", "My thesis topic is coral bleaching.",
+                                    "My roommate is Dev Castellanos.", "My hometown is Port Ellery.",
+                                    "My meal plan is the Silver 14 plan."]):
+        memory.remember(turn_id, turn(text))
+    memory.build(SYSTEM, [], "Where did I grow up?")
+    assert memory.last_inputs["profile_lines"][0].startswith("- hometown: Port Ellery")
+    memory.build(SYSTEM, [], "Who do I share my room with?")
+    assert memory.last_inputs["profile_lines"][0].startswith("- roommate: Dev Castellanos")

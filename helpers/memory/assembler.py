@@ -32,7 +32,8 @@ store, which knows every correction; ``mark_superseded`` adds to each quoted ``[
 (recalled turns and summary lines) that still holds a value replaced after turn N a note
 ``(superseded at turn M: <attribute> is now "<value>")``, and the profile line of a corrected
 fact names the value it superseded. Profile lines that share a word with the question come
-first, so the fact asked about is the last one a tight budget leaves out.
+first, then the rest by similarity of meaning to the question (the recall index's embeddings),
+so the fact asked about is the last one a tight budget leaves out.
 """
 from __future__ import annotations
 
@@ -175,15 +176,24 @@ def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
     return "\n".join(out)
 
 
-def relevant_first(lines: Sequence[str], question: str) -> list[str]:
-    """Profile lines whose label shares a word with the question first, the rest in their order."""
+def fact_text(line: str) -> str:
+    """``label: value`` of a profile line, without its turn, date and notes."""
+    return line[2:].split(" (turn ", 1)[0] if line.startswith("- ") else line
+
+
+def relevant_first(lines: Sequence[str], question: str, scores: Sequence[float] | None = None) -> list[str]:
+    """Profile lines whose label shares a word with the question first, then by ``scores`` (similarity).
+
+    Without scores, lines that share no word keep their order (the sort is stable).
+    """
     wanted = set(re.findall(r"[a-z0-9']+", question.lower())) - _STOP_WORDS
 
     def hits(line: str) -> int:
         label = line[2:].split(":", 1)[0]
         return len(wanted & set(re.findall(r"[a-z0-9']+", label.lower())))
 
-    return sorted(lines, key=lambda line: -hits(line))  # sorted is stable: ties keep their order
+    score = dict(zip(lines, scores)) if scores is not None else {}
+    return sorted(lines, key=lambda line: (-hits(line), -score.get(line, 0.0)))
 
 
 def _system(header: str, lines: Sequence[str]) -> dict:
@@ -396,7 +406,11 @@ class MemoryAssembler:
         summary = None
         if self.summariser is not None:
             summary = replace(self.summary, text=mark_superseded(self.summary.text, pairs))
-        profile_lines = relevant_first(self.profile.lines(), question) if self.profile is not None else []
+        profile_lines = self.profile.lines() if self.profile is not None else []
+        if profile_lines and isinstance(question, str):
+            similar = self.recall.similarity(question, [fact_text(x) for x in profile_lines]) \
+                if self.recall is not None else None
+            profile_lines = relevant_first(profile_lines, question, similar)
         self.last_inputs = dict(system_prompt=system_prompt, window=list(window), question=question, fixed=fixed,
                                 profile_lines=list(profile_lines), summary=summary, recalled=list(recalled))
         assembly = assemble_context(

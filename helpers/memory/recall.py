@@ -141,6 +141,8 @@ class RecallIndex:
         self._ids: list[int] = []  # turn id of each row of _matrix
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
+        self._query: tuple[str, np.ndarray] | None = None  # the latest question and its vector
+        self._other: dict[str, np.ndarray] = {}  # vectors of texts ranked by ``similarity`` (profile lines)
         self.embed_requests = 0
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
@@ -236,6 +238,29 @@ class RecallIndex:
             self._ids += owners
             self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
 
+    def _query_vector(self, question: str) -> np.ndarray:
+        text = _clip(" ".join(question.split()), EMBED_CHARS)
+        if self._query is None or self._query[0] != text:
+            self._query = (text, self._embed([text], "query")[0])
+        return self._query[1]
+
+    def similarity(self, question: str, texts: Sequence[str]) -> list[float] | None:
+        """Similarity of each text to ``question`` (texts embedded once and kept); None if embedding fails."""
+        from helpers.embeddings import EmbeddingError
+
+        if not texts or not is_substantive(question):
+            return None
+        try:
+            query = self._query_vector(question)
+            new = list(dict.fromkeys(t for t in texts if t not in self._other))
+            if new:
+                if len(self._other) > 4096:
+                    self._other.clear()
+                self._other.update(zip(new, self._embed([_clip(t, EMBED_CHARS) for t in new], "passage")))
+        except EmbeddingError:
+            return None
+        return [float(self._other[t] @ query) for t in texts]
+
     def search(self, question: str, *, exclude: Sequence[int] = (), k: int | None = None) -> list[Recalled]:
         """The ``k`` past turns most similar to ``question``, not in ``exclude``, best first."""
         from helpers.embeddings import EmbeddingError
@@ -246,7 +271,7 @@ class RecallIndex:
             return []
         try:
             self._catch_up()
-            query = self._embed([_clip(" ".join(question.split()), EMBED_CHARS)], "query")[0]
+            query = self._query_vector(question)
         except EmbeddingError as exc:
             warnings.warn(f"recall skipped this turn: {str(exc).splitlines()[0]}", RecallWarning, stacklevel=2)
             return []
