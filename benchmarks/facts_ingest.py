@@ -39,10 +39,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.memory import facts_store  # noqa: E402
-from helpers.memory.extract import BackgroundWriter  # noqa: E402
-from helpers.memory.facts import DEFAULT_ATTRIBUTES, Candidate, FactMemory  # noqa: E402
-from helpers.memory.facts_store import SQLiteFactStore  # noqa: E402
+from helpers.facts import store as facts_store  # noqa: E402
+from helpers.facts.extract import BackgroundWriter  # noqa: E402
+from helpers.facts.writer import DEFAULT_ATTRIBUTES, Candidate, FactMemory  # noqa: E402
+from helpers.facts.store import SQLiteFactStore  # noqa: E402
 
 FIRST, REPLAYS, PARAPHRASES, CORRECTIONS = 11_800, 6_000, 2_000, 200
 WINDOWS = {"morning": ["morning", "in the morning"], "afternoon": ["afternoon", "afternoons"],

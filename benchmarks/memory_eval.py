@@ -1,4 +1,4 @@
-"""Which memory strategy keeps what matters, and at what cost, when facts change? (evaluation, not a timed test)
+"""Which memory strategy keeps what matters, at what cost, when facts change? (evaluation, not a timed test)
 
 Runs the real ``ChatSession(memory=MemoryAssembler(), max_turns=6, max_tokens=BUDGET)`` with its
 tools against the offline stand-in, on conversations from ``helpers.memory.convgen``: several
@@ -44,7 +44,8 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 
-from helpers import offline, tokens  # noqa: E402
+from helpers import tokens  # noqa: E402
+from helpers.standin import server as offline  # noqa: E402
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings  # noqa: E402
 from helpers.history import split_turns  # noqa: E402
 from helpers.memory.assembler import MemoryAssembler, assemble_context  # noqa: E402
@@ -79,7 +80,8 @@ class RecordingTransport(httpx2.BaseTransport):
         self.requests: list[tuple[int, dict]] = []  # (turn, request body)
         self.turn, self.long = -1, False
         self._embeddings = _EMBEDDINGS
-        kb = [json.loads(line) for line in (ROOT / "data" / "campus_kb.jsonl").read_text().splitlines() if line]
+        lines = (ROOT / "data" / "campus_kb.jsonl").read_text().splitlines()
+        kb = [json.loads(line) for line in lines if line.strip()]
         self._texts = [row["text"] for row in kb]
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -171,7 +173,8 @@ def run_case(conversation: Conversation, *, budget: int = BUDGET, window: int = 
     transport = RecordingTransport()
     client, settings = transport.client(), load_settings("offline")
     memory = MemoryAssembler(client=client, settings=settings)
-    session = ChatSession(memory=memory, max_turns=window, max_tokens=budget, client=client, settings=settings)
+    session = ChatSession(memory=memory, max_turns=window, max_tokens=budget, client=client,
+                          settings=settings)
     probes = {p.turn: p for p in conversation.probes}
     scores = {name: Score() for name in strategies}
     raw: list[tuple[int, list[dict]]] = []
@@ -187,7 +190,8 @@ def run_case(conversation: Conversation, *, budget: int = BUDGET, window: int = 
         system = sent[0]["messages"][:1]
         for body in sent:
             all_hybrid += tokens.count_request(body["messages"], body.get("tools"))
-            all_full += past_tokens + tokens.count_request(system + body["messages"][prefix:], body.get("tools"))
+            own = body["messages"][prefix:]  # this turn's question and steps
+            all_full += past_tokens + tokens.count_request(system + own, body.get("tools"))
         for name, (layers, budgeted) in strategies.items():
             if name == "hybrid":
                 text = context_text(sent[0]["messages"][:-1])
@@ -228,10 +232,11 @@ def report(cases: list[dict]) -> bool:
     """Print one table per case and a summary line for the hybrid; True when every case meets the targets."""
     ok = True
     for case in cases:
-        print(f"\n{case['name']}: {case['turns']} turns, {case['probes']} probes ({case['corrected']} after a "
-              f"correction); window {WINDOW} turns, hybrid budget {case['budget']:,} tokens incl. "
+        print(f"\n{case['name']}: {case['turns']} turns, {case['probes']} probes ({case['corrected']} "
+              f"after a correction); window {WINDOW} turns, hybrid budget {case['budget']:,} tokens incl. "
               f"{case['tools']} of tool schemas")
-        print(f"  {'strategy':<20}{'mean tok':>9}{'% full':>8}{'recall':>8}{'stale-only':>11}{'both-unmarked':>14}")
+        print(f"  {'strategy':<20}{'mean tok':>9}{'% full':>8}{'recall':>8}{'stale-only':>11}"
+              f"{'both-unmarked':>14}")
         for name, row in rows(case).items():
             print(f"  {name:<20}{row['mean tokens']:>9,.0f}{row['tokens %']:>7.1f}%{row['recall %']:>7.0f}%"
                   f"{row['stale-only %']:>10.0f}%{row['both-unmarked %']:>13.0f}%")
@@ -262,7 +267,8 @@ def plot(cases: list[dict], path: Path) -> None:
         left.plot(score.tokens, label=name, linewidth=1.6 if name == "hybrid" else 1)
     left.axhline(first["budget"], color="grey", linestyle=":", label="hybrid budget")
     left.set_yscale("log")
-    left.set(xlabel="turn", ylabel="first-request tokens (log scale)", title=f"Prompt tokens per turn ({first['name']})")
+    left.set(xlabel="turn", ylabel="first-request tokens (log scale)",
+             title=f"Prompt tokens per turn ({first['name']})")
     left.legend(fontsize=7, ncol=2)
     names = [c["name"] for c in cases]
     table = [rows(c)["hybrid"] for c in cases]
@@ -291,7 +297,7 @@ def main() -> None:
     turns, facts = (120, 14) if args.quick else (args.turns, args.facts)
     strategies = {**STRATEGIES, **(ABLATIONS if args.ablations else {})}
     started = time.perf_counter()
-    conversations = [scripted(200 if not args.quick else 160)] + [generate(s, turns, facts) for s in args.seeds]
+    conversations = [scripted(160 if args.quick else 200)] + [generate(s, turns, facts) for s in args.seeds]
     cases = []
     for conversation in conversations:
         cases.append(run_case(conversation, budget=args.budget, strategies=strategies))

@@ -92,7 +92,7 @@ def main() -> None:
         report("local", kb, rows, args.k)
 
         try:
-            from helpers.offline import make_offline_client
+            from helpers.standin.server import make_offline_client
         except ImportError as exc:
             print(f"\n(offline stand-in not available: {exc})")
         else:

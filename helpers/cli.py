@@ -22,8 +22,8 @@ import openai
 from helpers.client import EndpointError, make_client
 from helpers.history import HistoryError
 from helpers.config import BACKENDS, ConfigError, apply_dotenv, load_settings
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
                                   redact_dsn)
 
 COMMANDS = {
@@ -58,7 +58,7 @@ def open_store(db: str) -> SessionStore:
     """A PostgresSessionStore for a postgresql:// DSN, else a SQLiteSessionStore (folder created)."""
     if is_dsn(db):
         try:
-            from helpers.memory.postgres import PostgresSessionStore
+            from helpers.sessions.postgres import PostgresSessionStore
         except ImportError:
             raise SessionStoreError('a postgresql:// --db needs psycopg: pip install "psycopg[binary]"') from None
         return PostgresSessionStore(db)
@@ -96,7 +96,7 @@ def _shown(db: str) -> str:
     """A database address fit to print: a PostgreSQL DSN loses its password."""
     if is_dsn(db) or "password" in str(db).lower():
         try:
-            from helpers.memory.postgres import describe_dsn
+            from helpers.postgres import describe_dsn
         except ImportError:
             return redact_dsn(str(db))
         shown = describe_dsn(str(db))

@@ -37,7 +37,7 @@ def make_client(settings: Settings) -> openai.OpenAI:
     NVIDIA host, however they were built (``load_settings``, ``with_overrides``, by hand).
     """
     if settings.backend == "offline":
-        from helpers.offline import make_offline_client
+        from helpers.standin.server import make_offline_client
 
         return make_offline_client(timeout=settings.timeout)
     check_key_destination(settings)

@@ -4,7 +4,7 @@ Backends:
 - ``nim``: hosted NVIDIA NIM at https://integrate.api.nvidia.com/v1 (needs a key).
 - ``openai-compatible``: any OpenAI-compatible server at ``WORKSHOP_BASE_URL``
   (a local NIM container, vLLM, Ollama, a llama.cpp server).
-- ``offline``: the in-process stand-in in ``helpers.offline`` (not a model).
+- ``offline``: the in-process stand-in in ``helpers.standin.server`` (not a model).
 
 Without an explicit ``WORKSHOP_BACKEND``, a key means ``nim`` and no key means ``offline``.
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from helpers.memory.facts import FactMemory, format_facts
+from helpers.facts.writer import FactMemory, format_facts
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
            "background:{bg};{align}'><b>{who}</b> {text}</div>")

@@ -9,7 +9,7 @@ import httpx2
 import openai
 
 from helpers.config import load_settings
-from helpers.offline import _check_chat_request, _RequestError, _error_response
+from helpers.standin.server import _check_chat_request, _RequestError, _error_response
 from helpers import tokens
 
 

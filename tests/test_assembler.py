@@ -14,7 +14,7 @@ from helpers.memory.assembler import (ContextBudgetError, EmptyMessageError, Mem
                                       assemble_context, mark_superseded, relevant_first)
 from helpers.memory.recall import RecallIndex, RecallWarning, Recalled, quote_turn
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
-from helpers.offline import make_offline_client
+from helpers.standin.server import make_offline_client
 from helpers.session import ChatSession
 
 from scripted import ScriptedServer, tool_call
@@ -312,7 +312,8 @@ def test_an_old_value_in_the_context_is_always_marked_superseded():
 def test_mark_superseded_leaves_newer_lines_and_other_values_alone():
     memory = corrected_memory()
     pairs = memory.profile.superseded()
-    text = '[turn 2] user: "My locker number is 4471."\n[turn 31] user: "4471 was my old one"\n[turn 1] user: "x"'
+    text = ('[turn 2] user: "My locker number is 4471."\n[turn 31] user: "4471 was my old one"\n'
+            '[turn 1] user: "x"')
     marked = mark_superseded(text, pairs).splitlines()
     assert marked[0].endswith('(superseded at turn 30: locker number is now "5502")')
     assert marked[1:] == text.splitlines()[1:]
@@ -320,7 +321,8 @@ def test_mark_superseded_leaves_newer_lines_and_other_values_alone():
 
 
 def test_profile_lines_about_the_question_come_first():
-    lines = ["- name: Priya (turn 0, x)", "- dorm room: Wren 3 (turn 4, x)", "- locker number: 5502 (turn 9, x)"]
+    lines = ["- name: Priya (turn 0, x)", "- dorm room: Wren 3 (turn 4, x)",
+             "- locker number: 5502 (turn 9, x)"]
     assert relevant_first(lines, "Which locker is mine?")[0].startswith("- locker number")
     assert relevant_first(lines, "hello") == lines
 

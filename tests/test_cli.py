@@ -8,8 +8,8 @@ import pexpect
 import pytest
 
 from helpers.cli import build_parser, default_db_path, main, resume_command
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SessionStoreError, SQLiteSessionStore
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "you> "
@@ -63,7 +63,7 @@ def test_conversation_with_undo_then_resumed_in_a_second_process(tmp_path):
 
 def test_another_user_cannot_resolve_that(tmp_path):
     store = SQLiteSessionStore(tmp_path / "chat.db")
-    from helpers.memory.persistent import PersistentSession
+    from helpers.sessions.persistent import PersistentSession
     PersistentSession.open(store, "ada", "s1").chat("When does the AI club meet?")
     store.close()
     other = spawn(tmp_path, "--user", "bo", "--session", "s1")

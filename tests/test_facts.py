@@ -11,15 +11,15 @@ import openai
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
 
-from helpers.memory.extract import (
+from helpers.facts.extract import (
     BackgroundWriter, ExtractionError, FactWriteError, extract_candidates, extract_with_rules, ingest_turn,
     parse_extraction,
 )
-from helpers.memory.facts import (
+from helpers.facts.writer import (
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError,
     check_candidate, format_facts, normalise_text,
 )
-from helpers.memory.facts_store import MIGRATIONS, FactStoreError, SQLiteFactStore
+from helpers.facts.store import MIGRATIONS, FactStoreError, SQLiteFactStore
 
 from test_postgres import pg_dsn, pg_fact_store  # noqa: E402  (skips without a server: setup_postgres.sh)
 
@@ -126,7 +126,7 @@ def test_normalise_text_folds_case_punctuation_and_spaces():
 @hyp_settings(max_examples=2000, deadline=None)
 def test_the_ascii_shortcut_of_normalise_text_equals_the_general_path(text):
     """normalise_text has a translate-table path for ASCII; it must agree with the Unicode path everywhere."""
-    from helpers.memory.facts import _normalise_unicode
+    from helpers.facts.writer import _normalise_unicode
 
     assert normalise_text(text) == _normalise_unicode(text)
 
@@ -361,7 +361,7 @@ def test_a_batch_is_decided_in_order_inside_one_transaction(memory):
 def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch):
     if not isinstance(memory.store, SQLiteFactStore):
         pytest.skip("injects a sqlite3 error; tests/test_postgres.py has the PostgreSQL version")
-    from helpers.memory import facts_store
+    from helpers.facts import store as facts_store
 
     def broken_save(self, changes):
         original_save(self, changes)
@@ -377,7 +377,7 @@ def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch
 
 def test_a_failed_write_leaves_the_key_cache_consistent(tmp_path, monkeypatch):
     """The writer changes cached rows before saving; after a rollback the next write must see the database."""
-    from helpers.memory import facts_store
+    from helpers.facts import store as facts_store
 
     memory = FactMemory.open(str(tmp_path / "f.db"))
     assert memory.write(said("morning", 1)).outcome == "insert"
@@ -584,7 +584,7 @@ def test_llm_extraction_asks_for_a_json_object_and_keeps_provenance():
     (json.dumps({"facts": [{**GOOD_ITEM, "attribute": "mood"}]}), "is not one of"),
 ])
 def test_malformed_llm_reply_gives_no_candidates_and_a_logged_reason(reply, problem, caplog):
-    with caplog.at_level(logging.WARNING, logger="helpers.memory.extract"):
+    with caplog.at_level(logging.WARNING, logger="helpers.facts.extract"):
         result = extract_candidates(user_turn("make that evenings"), user_id="u1", seq=1,
                                     client=fake_llm(reply), model="m")
     assert result.candidates == [] and any(problem in p for p in result.problems)
@@ -835,7 +835,7 @@ def second_store(store):
     """Another store (its own connections) on the same database as ``store``."""
     if isinstance(store, SQLiteFactStore):
         return SQLiteFactStore(store.path)
-    from helpers.memory.postgres import PostgresFactStore
+    from helpers.facts.postgres import PostgresFactStore
 
     return PostgresFactStore(pg_dsn(), schema=store._conns.schema)
 

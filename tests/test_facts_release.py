@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.memory.extract import extract_candidates
-from helpers.memory.facts import Candidate, FactMemory
-from helpers.memory.facts_store import SQLiteFactStore
+from helpers.facts.extract import extract_candidates
+from helpers.facts.writer import Candidate, FactMemory
+from helpers.facts.store import SQLiteFactStore
 from test_facts import STORES  # every fact-store backend (PostgreSQL when a server is reachable)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +114,7 @@ def test_eight_threads_writing_conflicting_corrections_lose_no_provenance(tmp_pa
 
 CHILD = r"""
 import sys
-from helpers.memory.facts import Candidate, FactMemory
+from helpers.facts.writer import Candidate, FactMemory
 path, batch = sys.argv[1], int(sys.argv[2])
 memory = FactMemory.open(path)
 events = [Candidate(f"u{i % 97}", "user", "shipping_address" if i % 2 else "allergy", f"{i} Elm Street",

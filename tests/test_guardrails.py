@@ -6,7 +6,7 @@ from helpers import guardrails
 from helpers.config import load_settings
 from helpers.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
                                 parse_grounding_verdict, parse_scope_verdict)
-from helpers.offline import make_offline_client
+from helpers.standin.server import make_offline_client
 
 PASSAGES = "[club-ai] AI Club: The AI Club meets every Thursday at 18:00 in Halvorsen Hall 204."
 

@@ -20,7 +20,7 @@ PROBE = Probe(40, "What's my locker number?", "locker number", "5502", ("4471",)
     ("- locker number: 5502 (turn 30)", (1, 0, 0)),
     ('[turn 3] user: "my locker number is 4471."', (0, 1, 0)),
     ('[turn 3] user: "my locker number is 4471."\n[turn 30] user: "actually, 5502."', (1, 0, 1)),
-    ('[turn 3] user: "my locker number is 4471." (superseded at turn 30: locker number is now "5502")', (1, 0, 0)),
+    ('[turn 3] user: "my locker is 4471." (superseded at turn 30: locker number is now "5502")', (1, 0, 0)),
     ("nothing about it", (0, 0, 0)),
 ])
 def test_judge_counts_evidence_stale_only_and_unmarked(text, expected):

@@ -5,7 +5,7 @@ import openai
 import pytest
 
 from helpers import tokens
-from helpers.offline import make_offline_client
+from helpers.standin.server import make_offline_client
 
 MODEL = "offline/stand-in"
 TOOLS = [{"type": "function", "function": {

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.offline_policy import decide
-from helpers.offline_tasks import DONT_KNOW, asked_about_user
+from helpers.standin.policy import decide
+from helpers.standin.tasks import DONT_KNOW, asked_about_user
 from helpers.tools import tool_schemas
 
 TOOLS = tool_schemas()

@@ -1,9 +1,9 @@
-"""The stand-in's rules, one behaviour each (helpers/offline_policy.py documents them)."""
+"""The stand-in's rules, one behaviour each (helpers/standin/policy.py documents them)."""
 import json
 
 import pytest
 
-from helpers.offline_policy import (classify_scope, conversation_mentions, decide, judge_grounding,
+from helpers.standin.policy import (classify_scope, conversation_mentions, decide, judge_grounding,
                                     question_needs)
 from helpers.tools import tool_schemas
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.offline import handle, make_offline_client, validate_tools
+from helpers.standin.server import handle, make_offline_client, validate_tools
 
 MODEL = "offline/stand-in"
 HI = [{"role": "user", "content": "hi"}]

@@ -6,11 +6,11 @@ from datetime import timedelta
 import pytest
 
 from helpers.config import load_settings
-from helpers.memory.facts import FactMemory
+from helpers.facts.writer import FactMemory
 from helpers.memory.profile import (ProfileMemory, ProfileFormatError, ProfileWarning, extract_with_rules,
                                     parse_profile_reply)
-from helpers.offline import make_offline_client
-from helpers.offline_policy import decide, extract_profile_facts
+from helpers.standin.server import make_offline_client
+from helpers.standin.policy import decide, extract_profile_facts
 
 from scripted import ScriptedServer
 
@@ -118,7 +118,8 @@ def test_assistant_words_are_never_user_facts(caplog):
 
 @pytest.mark.parametrize("reply", [
     "not json", '{"facts": "name"}', '{"facts": [], "extra": 1}', '["name"]',
-    '{"facts": [{"key": "name", "value": "Priya"}]}', '{"facts": [{"key": "a/b", "topic": "a", "value": "20"}]}',
+    '{"facts": [{"key": "name", "value": "Priya"}]}',
+    '{"facts": [{"key": "a/b", "topic": "a", "value": "20"}]}',
     '{"facts": [{"key": "name", "topic": "name", "value": ""}]}'])
 def test_malformed_replies_are_rejected(reply):
     with pytest.raises(ProfileFormatError):
@@ -220,8 +221,8 @@ def test_profile_reads_a_shared_fact_store_and_shows_conflicts(tmp_path):
     facts = FactMemory.open(str(tmp_path / "facts.db"))
     profile = ProfileMemory(facts=facts, user_id="priya", extractor="rules")
     profile.update(1, "My dorm room is Wren House 312.")
-    assert [f.value for f in facts.active_facts("priya")] == ["Wren House 312"]  # the same store notebook 10 reads
-    from helpers.memory.facts import Candidate
+    assert [f.value for f in facts.active_facts("priya")] == ["Wren House 312"]  # the store notebook 10 reads
+    from helpers.facts.writer import Candidate
     facts.write(Candidate("priya", "user", "dorm room", "Osprey Hall 9", "housing-office", "tool", 1))
     assert profile.get("dorm room") is None and len(profile.conflicts) == 2
     assert all("unsettled" in line for line in profile.lines())

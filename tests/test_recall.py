@@ -10,7 +10,7 @@ from helpers.embeddings import EmbeddingTruncationWarning
 from helpers.history import find_problems
 from helpers.memory.recall import (EMBED_CHARS, RecallIndex, RecallWarning, is_question, is_substantive,
                                    near_identical, quote_turn, recall_block)
-from helpers.offline import make_offline_client
+from helpers.standin.server import make_offline_client
 
 
 def turn(user, answer="Noted."):
@@ -19,7 +19,8 @@ def turn(user, answer="Noted."):
 
 def tool_turn(question, answer, name="search_campus_info"):
     call = {"id": "c0", "type": "function", "function": {"name": name, "arguments": "{}"}}
-    return [{"role": "user", "content": question}, {"role": "assistant", "content": None, "tool_calls": [call]},
+    return [{"role": "user", "content": question},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": "c0", "content": "{}"}, {"role": "assistant", "content": answer}]
 
 
@@ -148,7 +149,8 @@ def test_questions_are_never_recalled_as_evidence():
     index = fresh()
     index.add(0, turn("My advisor is Dr. Hollis Varga."))
     for turn_id in (1, 2, 3):  # asked three times; the stand-in's answers repeat the value, without a tool
-        index.add(turn_id, turn("Who is my advisor?", 'You told me (turn 0): "My advisor is Dr. Hollis Varga."'))
+        answer = 'You told me (turn 0): "My advisor is Dr. Hollis Varga."'
+        index.add(turn_id, turn("Who is my advisor?", answer))
     found = index.search("Who is my advisor?")
     assert [item.turn_id for item in found] == [0] and index.skipped == [1, 2, 3]
 
@@ -200,7 +202,7 @@ def test_near_identical():
 def test_long_tool_answers_do_not_crowd_out_a_statement():
     index = fresh()
     index.add(0, turn("My advisor is Dr. Hollis Varga."))
-    long_answer = "Advising at Larkspur: every student has an academic advisor. " + "Advisors meet students. " * 60
+    long_answer = "Advising at Larkspur: every student has an advisor. " + "Advisors meet students. " * 60
     for turn_id in range(1, 6):
         index.add(turn_id, tool_turn(f"Tell me about advising, part {turn_id}.", long_answer))
     found = index.search("Who is my academic advisor?", k=3)

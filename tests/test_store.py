@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers.memory import store as store_module
-from helpers.memory.facts import Candidate, FactMemory
-from helpers.memory.facts_store import SQLiteFactStore
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+from helpers.sessions import store as store_module
+from helpers.facts.writer import Candidate, FactMemory
+from helpers.facts.store import SQLiteFactStore
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                   SessionStoreError, SQLiteSessionStore, check_fork, decode_state, encode_state,
                                   redact_dsn)
 from helpers.session import ChatSession
@@ -132,8 +132,8 @@ def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypat
 
 KILLED_MID_SAVE = r"""
 import json, os, signal, sys
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SQLiteSessionStore
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import SQLiteSessionStore
 
 store = SQLiteSessionStore(sys.argv[1])
 session = PersistentSession.open(store, "ada", "s1")
@@ -177,8 +177,8 @@ def test_process_killed_mid_save_keeps_the_last_committed_turn(db):
 
 SAVING_IN_A_LOOP = r"""
 import sys
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SQLiteSessionStore
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import SQLiteSessionStore
 
 session = PersistentSession.open(SQLiteSessionStore(sys.argv[1]), "ada", "loop")
 for n in range(10_000):
@@ -445,7 +445,7 @@ def any_store(request, tmp_path):
     else:
         from test_postgres import pg_dsn, scratch_schema
 
-        from helpers.memory.postgres import PostgresSessionStore
+        from helpers.sessions.postgres import PostgresSessionStore
 
         store = PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "s_"))
     yield store

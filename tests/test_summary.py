@@ -8,8 +8,8 @@ import pytest
 from helpers.config import load_settings
 from helpers.memory.summary import (RollingSummary, Summariser, SummaryError, SummaryWarning, format_turn_ids,
                                     missing_facts, render_turn, summary_model, trim_summary_lines)
-from helpers.offline import make_offline_client
-from helpers.offline_policy import summarise_conversation
+from helpers.standin.server import make_offline_client
+from helpers.standin.policy import summarise_conversation
 
 from scripted import ScriptedServer
 

@@ -1,9 +1,9 @@
 """The notebook chat window (lesson 11), driven through send()/undo()/reset() as its buttons do."""
 import pytest
 
-from helpers.memory.facts import Candidate, FactMemory
-from helpers.memory.persistent import PersistentSession
-from helpers.memory.store import SessionConflictError, SQLiteSessionStore
+from helpers.facts.writer import Candidate, FactMemory
+from helpers.sessions.persistent import PersistentSession
+from helpers.sessions.store import SessionConflictError, SQLiteSessionStore
 from helpers.session import ChatSession
 from helpers.ui import ChatUI
 
@@ -168,7 +168,7 @@ def test_display_bundle_has_the_widget_and_a_short_text():
 
 
 def test_on_turn_can_feed_the_fact_store_shown_in_the_memory_view(tmp_path):
-    from helpers.memory.extract import ingest_turn
+    from helpers.facts.extract import ingest_turn
 
     facts = FactMemory.open(str(tmp_path / "facts.db"))
     seq = iter(range(1, 100))

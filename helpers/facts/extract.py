@@ -35,7 +35,7 @@ from concurrent.futures import Future, wait as futures_wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from helpers.memory.facts import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, Decision, FactMemory, FactMemoryError
+from helpers.facts.writer import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, Decision, FactMemory, FactMemoryError
 
 log = logging.getLogger(__name__)
 

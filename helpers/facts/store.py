@@ -4,7 +4,7 @@ The store offers transactional primitives only: inside ``transaction(lock_keys)`
 loads the keys it is about to decide (``load_keys``), asks for ids of facts it will insert
 (``new_fact_id``) and stores the outcome with one ``save(Changes)``: new facts, status
 changes, provenance operations and one audit row per decision, all in the same transaction.
-Every rule about *which* change to make lives in ``helpers.memory.facts``, so another backend
+Every rule about *which* change to make lives in ``helpers.facts.writer``, so another backend
 (PostgreSQL, say) only implements ``FactStore`` and ``FactTransaction`` - taking a lock per key
 (e.g. ``pg_advisory_xact_lock``) before ``load_keys`` - and reuses the same tests.
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from helpers.clock import now
-from helpers.memory.facts_store import (
+from helpers.facts.store import (
     ACTIVE, CONFLICT, ELIGIBLE_KINDS, INELIGIBLE, SOURCE_KINDS, SUPERSEDED, AuditEntry, Changes, FactStore,
     FactTransaction, LockKey, Provenance, SQLiteFactStore, StoredFact,
 )

@@ -152,14 +152,15 @@ class Assembly:
 
 
 _TURN_LINE = re.compile(r"^\[turn (\d+)\]")
-_STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to was what what's when where which "
-                        "who why how you your again tell remind say said".split())
+_STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to was what what's when where "
+                        "which who why how you your again tell remind say said".split())
 
 
 def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
     """Add a superseded note to each ``[turn N]`` line quoting a value that a later turn replaced.
 
-    ``pairs`` are (old, current) facts with ``value``, ``turn_id`` and ``label`` (``ProfileMemory.superseded()``).
+    ``pairs`` are (old, current) facts with ``value``, ``turn_id`` and ``label``
+    (``ProfileMemory.superseded()``).
     """
     if not pairs:
         return text
@@ -171,14 +172,16 @@ def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
             for old, current in pairs:
                 if (said < current.turn_id and old.value.lower() in lowered
                         and f'is now "{current.value.lower()}"' not in lowered):
-                    line += f' (superseded at turn {current.turn_id}: {current.label} is now "{current.value}")'
+                    note = f'{current.label} is now "{current.value}"'
+                    line += f" (superseded at turn {current.turn_id}: {note})"
         out.append(line)
     return "\n".join(out)
 
 
 def fact_text(line: str) -> str:
-    """``label: value`` of a profile line, without its turn, date and notes."""
-    return line[2:].split(" (turn ", 1)[0] if line.startswith("- ") else line
+    """A profile line as the user would say it: ``- locker: 4471 (turn 3)`` -> ``my locker is 4471``."""
+    label, _, value = (line[2:] if line.startswith("- ") else line).split(" (turn ", 1)[0].partition(": ")
+    return f"my {label.replace('/', ' ')} is {value}" if value else label
 
 
 def relevant_first(lines: Sequence[str], question: str, scores: Sequence[float] | None = None) -> list[str]:
@@ -411,8 +414,9 @@ class MemoryAssembler:
             similar = self.recall.similarity(question, [fact_text(x) for x in profile_lines]) \
                 if self.recall is not None else None
             profile_lines = relevant_first(profile_lines, question, similar)
-        self.last_inputs = dict(system_prompt=system_prompt, window=list(window), question=question, fixed=fixed,
-                                profile_lines=list(profile_lines), summary=summary, recalled=list(recalled))
+        self.last_inputs = dict(system_prompt=system_prompt, window=list(window), question=question,
+                                fixed=fixed, profile_lines=list(profile_lines), summary=summary,
+                                recalled=list(recalled))
         assembly = assemble_context(
             system_prompt, window, question, budget=budget, fixed=fixed, count=self.count, shares=self.shares,
             profile_lines=profile_lines, summary=summary, recalled=recalled)

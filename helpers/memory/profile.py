@@ -2,7 +2,7 @@
 
 The profile keeps no facts of its own. After each turn, ``ProfileMemory.update`` finds what
 *the user* stated about themselves and writes each statement to a ``FactMemory``
-(``helpers.memory.facts``, lesson 10) as a ``Candidate`` from source ``chat:<user_id>``
+(``helpers.facts.writer``, lesson 10) as a ``Candidate`` from source ``chat:<user_id>``
 whose version is the turn id. The fact store decides, and audits, what happens:
 
 - a new attribute is an ``insert``; the same value again is a ``noop`` that refreshes its
@@ -38,19 +38,20 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from helpers import clock
-from helpers.memory.facts import AttributeSpec, Candidate, FactMemory
+from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
 from helpers.memory.recall import is_question, is_substantive
-from helpers.offline_tasks import extract_profile_facts
+from helpers.standin.tasks import extract_profile_facts
 
 log = logging.getLogger(__name__)
 
 PROFILE_HEADER = "User profile (facts the user stated, with the turn and date):"
 DEFAULT_STALE_AFTER = timedelta(days=90)
 EXTRACTOR_PROMPT = (
-    "You are a profile extractor. From the USER SAID section only, list facts the user states about themselves. "
-    "key is a short label for what the fact is about ('name', 'goal', 'preference', 'constraint', 'locker number', "
-    "'advisor', ...); topic narrows it (use the key again when nothing narrower fits, for example 'diet' under "
-    "'constraint'); value is copied word for word from the user's message. Never use the assistant's words. "
+    "You are a profile extractor. From the USER SAID section only, list facts the user states about "
+    "themselves. key is a short label for what the fact is about ('name', 'goal', 'preference', "
+    "'constraint', 'locker number', 'advisor', ...); topic narrows it (use the key again when nothing "
+    "narrower fits, for example 'diet' under 'constraint'); value is copied word for word from the user's "
+    "message. Never use the assistant's words. "
     'Reply with JSON only, exactly: {"facts": [{"key": "...", "topic": "...", "value": "..."}]} '
     "(an empty list when there are none)."
 )
@@ -58,13 +59,15 @@ MAX_VALUE_CHARS = 200
 MAX_LABEL_CHARS = 60
 FIRST_KEYS = ("name", "goal", "constraint", "preference")  # shown first, in this order
 # "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
-_MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+(?:now\s+|still\s+)?"
+_MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
+                           r"(?:now\s+|still\s+)?"
                            r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
 _NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
 _DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
 _TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
-_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+", re.I)
+_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
+                         re.I)
 
 
 class ProfileFormatError(ValueError):
@@ -247,7 +250,7 @@ class ProfileMemory:
         return getattr(self.settings or get_settings(), "backend", "") == "offline"
 
     def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
-        """Extract the user's facts from one turn and write them to the fact store (see the module docstring)."""
+        """Extract the user's facts from one turn and write them to the fact store (see the module)."""
         if not is_substantive(user_text):
             return ProfileUpdate()
         if self._uses_rules():
@@ -273,7 +276,7 @@ class ProfileMemory:
         return self.merge(turn_id, items, user_text)
 
     def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
-        """Write validated items from turn ``turn_id``; values not in ``user_text`` are rejected and logged."""
+        """Write validated items from turn ``turn_id``; values not in ``user_text`` are rejected, logged."""
         update = ProfileUpdate()
         said = _normal(user_text)
         for item in items:
@@ -292,8 +295,8 @@ class ProfileMemory:
             update.decisions.append(decision)
             if decision.outcome in ("insert", "correction", "conflict"):
                 self.statements.append(statement)
-                fact = self.get(key, topic) or next((f for f in self.conflicts if f.fact_id == decision.fact_id),
-                                                    None)
+                disputed = (f for f in self.conflicts if f.fact_id == decision.fact_id)
+                fact = self.get(key, topic) or next(disputed, None)
                 if fact is not None:
                     update.added.append(fact)
                 gone = set(decision.superseded)
@@ -308,8 +311,9 @@ class ProfileMemory:
         statement["label"] = label
         if label not in self.store.attributes:  # open-ended: any label the user's words name is an attribute
             self.store.attributes[label] = AttributeSpec(label, description="stated by the user")
-        return self.store.write(Candidate(self.user_id, "user", label, statement["value"], f"chat:{self.user_id}",
-                                          "user", int(statement["turn_id"]), statement["evidence"]))
+        return self.store.write(Candidate(self.user_id, "user", label, statement["value"],
+                                          f"chat:{self.user_id}", "user", int(statement["turn_id"]),
+                                          statement["evidence"]))
 
     def discard(self, turn_id: int) -> None:
         """Forget statements from ``turn_id`` (after an undo), bringing back what they had replaced.
@@ -327,7 +331,7 @@ class ProfileMemory:
         return fact.age(now) > self.stale_after
 
     def lines(self, now: datetime | None = None) -> list[str]:
-        """One ``- label: value (turn N, date)`` line per current fact; corrections name what they replaced."""
+        """One ``- label: value (turn N, date)`` line per current fact; corrections name the old value."""
         order = {k: i for i, k in enumerate(FIRST_KEYS)}
         replaced: dict[int | None, list[ProfileFact]] = {}
         for old, current in self.superseded():
@@ -338,7 +342,8 @@ class ProfileMemory:
             notes += ["possibly outdated"] if self.is_stale(fact, now) else []
             olds = replaced.get(fact.fact_id, [])
             notes += [f'superseded "{o.value}" from turn {o.turn_id}' for o in olds[-2:]]
-            out.append(f"- {fact.label}: {fact.value} ({', '.join(notes[:2])}{''.join('; ' + n for n in notes[2:])})")
+            where = ", ".join(notes[:2]) + "".join("; " + note for note in notes[2:])
+            out.append(f"- {fact.label}: {fact.value} ({where})")
         for fact in self.conflicts:
             out.append(f"- {fact.label}: unsettled, \"{fact.value}\" is disputed by another source (turn "
                        f"{fact.turn_id}); ask the user")
@@ -355,7 +360,7 @@ class ProfileMemory:
         return {"user_id": self.user_id, "statements": [dict(s) for s in self.statements]}
 
     def restore(self, state: dict | None) -> None:
-        """Counterpart of ``state``: replays the statements (a shared store treats them as replays: no-ops)."""
+        """Counterpart of ``state``: replays the statements (in a shared store they are no-op replays)."""
         state = state or {}
         statements = list(state.get("statements", []))
         if not statements and state.get("facts"):  # an older snapshot: facts and history, not statements

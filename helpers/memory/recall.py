@@ -22,9 +22,13 @@ window, scoring at least ``min_score``. Ranking knows time:
   ``ANSWER_PENALTY`` lower than a user statement, so long replies do not crowd statements out;
 - ties go to the newest turn;
 - identical or near-identical statements are merged (``near_identical``): the newest
-  occurrence is kept and the quote says how many times, and in which turns, it was said. A recalled turn is shown as quoted text with its
-turn id (``[turn 7] user: "..."``) inside a context block; it is never re-inserted as raw
-messages, so a recalled tool call can never arrive without its result.
+  occurrence is kept and the quote says how many times, and in which turns, it was said.
+
+A recalled turn is shown as quoted text with its turn id (``[turn 7] user: "..."``) inside a
+context block; it is never re-inserted as raw messages, so a recalled tool call can never
+arrive without its result. Stored vectors can be kept beside the turns (``export_vectors`` /
+``import_vectors``, with the embedding model's name) so a restored session does not embed
+its whole history again.
 
 If embedding fails, ``search`` returns nothing with a one-line ``RecallWarning``; the
 turns stay queued and are embedded on a later search. Raw turns are never discarded.
@@ -48,9 +52,9 @@ ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user 
 ANSWER_CHARS = 240  # a recalled tool answer is quoted up to this many characters
 MERGE_POOL = 16  # repeats are looked for among the best k x this many turns
 NEAR_IDENTICAL = 0.9  # share of the shorter statement's words the longer one must contain
-_INTERROGATIVES = re.compile(r"^\W*(?:what|what's|whats|who|who's|whom|whose|where|where's|when|which|why|how|"
-                             r"do|does|did|can|could|would|will|should|shall|may|is|are|am|was|were|have|has|"
-                             r"tell me|remind me|any idea)\b", re.I)
+_INTERROGATIVES = re.compile(r"^\W*(?:what|what's|whats|who|who's|whom|whose|where|where's|when|which|why|"
+                             r"how|do|does|did|can|could|would|will|should|shall|may|is|are|am|was|were|"
+                             r"have|has|tell me|remind me|any idea)\b", re.I)
 EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, before embedding, not by the model
 MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
 
@@ -66,7 +70,7 @@ def is_substantive(text: Any) -> bool:
 
 
 def is_question(text: Any) -> bool:
-    """True for a question: it ends with "?" or starts with an interrogative ("what", "who", "tell me", ...)."""
+    """True for a question: it ends with "?" or starts with an interrogative ("what", "tell me", ...)."""
     text = " ".join(str(text or "").split())
     return text.endswith("?") or _INTERROGATIVES.match(text) is not None
 
@@ -76,7 +80,7 @@ def _words(text: str) -> set[str]:
 
 
 def near_identical(a: str, b: str, threshold: float = NEAR_IDENTICAL) -> bool:
-    """True when the shorter text's words are (at least ``threshold``) in the longer one, which adds at most 3."""
+    """True when the shorter text's words are (``threshold`` of them) in the longer one, which adds <= 3."""
     wa, wb = _words(a), _words(b)
     if not wa or not wb:
         return False
@@ -163,7 +167,7 @@ class RecallIndex:
         """Remember one finished turn; returns False when it was small talk (not stored)."""
         user, answer, tools = turn_parts(messages)
         statements = [x for x in re.split(r"(?<=[.!?])\s+", user) if is_substantive(x) and not is_question(x)]
-        answers = [answer] if answer and tools else []  # without a tool, the assistant's words are not evidence
+        answers = [answer] if answer and tools else []  # an assistant's words without a tool: no evidence
         if not is_substantive(user) or not (statements or answers):
             self.skipped.append(turn_id)
             return False
@@ -310,7 +314,7 @@ class RecallIndex:
         return out
 
     def state(self) -> dict:
-        """JSON-ready state (texts only: vectors are recomputed after a restore)."""
+        """JSON-ready state (texts only: vectors are recomputed after a restore unless imported)."""
         return {"quotes": {str(i): q for i, q in self.quotes.items()},
                 "texts": {str(i): t for i, t in self.texts.items()}, "skipped": list(self.skipped),
                 "answers": {str(i): n for i, n in self.answers.items() if n}}

@@ -1,8 +1,8 @@
 """A session that saves itself: every completed turn, undo and reset goes to a SessionStore.
 
 ``PersistentSession.open(store, user_id, session_id)`` resumes a stored conversation or
-starts a new one; it works the same on SQLite (``helpers.memory.store``) and PostgreSQL
-(``helpers.memory.postgres``).
+starts a new one; it works the same on SQLite (``helpers.sessions.store``) and PostgreSQL
+(``helpers.sessions.postgres``).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import copy
 from typing import Any, Iterator
 
 from helpers.history import DroppedTurn
-from helpers.memory.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                   SessionStore, SessionStoreError, StoredSession, check_ids, restore)
 from helpers.session import ChatSession, TurnRecord
 

@@ -18,8 +18,8 @@ memory as well (``SessionSaveError``), so memory and store never disagree.
 (the original with its newest turns undone), so a conversation can branch from an earlier point
 without touching the original.
 
-The same schema lives in ``helpers.memory.postgres`` for deployments with many processes.
-A SQLite file may also hold the durable fact store (``helpers.memory.facts_store``): its tables
+The same schema lives in ``helpers.sessions.postgres`` for deployments with many processes.
+A SQLite file may also hold the durable fact store (``helpers.facts.store``): its tables
 are recognised and left alone. Any other file - not SQLite, SQLite with someone else's tables,
 or a newer schema version - is refused with an error naming it, and never written to.
 """

@@ -6,7 +6,7 @@ text or tool calls. The rules, in order:
 1. **Special tasks** named in the system prompt: a grounding judge or a scope
    classifier (notebook 03), a conversation summariser (notebook 08), a profile
    extractor (notebook 09). Each has its own rule (implemented in
-   ``helpers/offline_tasks.py``):
+   ``helpers/standin/tasks.py``):
    - *summariser* (``summarise_conversation``): extractive. For every turn in the
      TURNS section it keeps the user's words (first two sentences, at most 30 words)
      and the final assistant answer (first sentence, at most 25 words) as one line
@@ -29,7 +29,7 @@ text or tool calls. The rules, in order:
    earlier user messages, ``[turn N] user: "..."`` quotes and ``- label: value`` lines in
    memory blocks -- preferring statements over mentions, current over superseded values,
    and the newest; with nothing that matches it says it doesn't know (the full rule is
-   in ``helpers/offline_tasks.py``).
+   in ``helpers/standin/tasks.py``).
    A newest message that only *states* profile facts (the profile extractor's rules
    match, no question mark) gets "Noted: ..." without tools; a bare acknowledgement
    ("ok", "thanks!") gets "You're welcome!".
@@ -60,7 +60,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from helpers.offline_tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
+from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
                                    extract_profile_facts, judge_grounding, summarise_conversation)
 
 _WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?", re.I)
@@ -426,7 +426,7 @@ def _style(text: str, system: str) -> str:
     return text
 
 
-# ---------------------------------------------------------------- special tasks (helpers/offline_tasks.py)
+# ---------------------------------------------------------------- special tasks (helpers/standin/tasks.py)
 
 def _special_task(system: str, messages: list[dict]) -> Decision | None:
     lowered = system.lower()

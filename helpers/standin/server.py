@@ -7,7 +7,7 @@ OpenAI-shaped error body ``{"error": {"message", "type", "param", "code"}}`` who
 and ``param`` name the field, so the client raises ``openai.BadRequestError``; a missing
 model is a 400, an unknown one a 404), reports token usage with the deterministic
 tokenizer in ``helpers.tokens``, and decides replies with the small rule set in
-``helpers.offline_policy``. It keeps no state between requests: it knows only the
+``helpers.standin.policy``. It keeps no state between requests: it knows only the
 messages it is sent. What it cannot serve (audio, predicted outputs, web search, the
 deprecated functions API, custom tools) is refused with a 400 that says so; ``n``
 gives n identical choices and ``stop`` cuts the reply; the other sampling parameters
@@ -26,7 +26,7 @@ import openai
 from helpers import clock, tokens
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_CHAT_MODEL, OFFLINE_EMBEDDING_MODEL
 from helpers.history import find_problems
-from helpers.offline_policy import decide
+from helpers.standin.policy import decide
 
 CHAT_MODELS = (OFFLINE_CHAT_MODEL,)
 EMBEDDING_MODELS = (OFFLINE_EMBEDDING_MODEL,)
@@ -548,7 +548,7 @@ def handle(request: httpx2.Request) -> httpx2.Response:
     except Exception as error:  # a bug in the stand-in: answer like a server would, never crash the client
         return _error_response(_RequestError(
             500, f"the offline stand-in failed on this request ({type(error).__name__}: {error}); this is a "
-                 "bug in helpers/offline.py, please report it with the request", kind="server_error"))
+                 "bug in helpers/standin/server.py, please report it with the request", kind="server_error"))
 
 
 def make_offline_client(**kwargs) -> openai.OpenAI:

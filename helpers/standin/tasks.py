@@ -1,9 +1,9 @@
 """The offline stand-in's rules for special tasks, and for questions about the user.
 
-``helpers.offline_policy.decide`` hands a request here when its system prompt names a
+``helpers.standin.policy.decide`` hands a request here when its system prompt names a
 task -- a grounding judge or scope classifier (notebook 03), a conversation summariser
 or profile extractor (notebooks 08-09) -- and asks ``_about_user``/``_noted`` before
-its agent rules. The rules are listed, in order, in ``helpers/offline_policy.py``.
+its agent rules. The rules are listed, in order, in ``helpers/standin/policy.py``.
 Like everything in the stand-in, they read only the request they are given.
 
 **The memory rule** (questions about the user, rule 1b). It is a rule, not a model:

@@ -1,0 +1,145 @@
+"""Sessions on PostgreSQL (notebook 11): ``PostgresSessionStore`` implements ``SessionStore``.
+
+Everything built on the protocol (``PersistentSession``, the chat UI, the terminal chat) runs unchanged.
+A save takes an advisory lock on ``(user_id, session_id)`` and writes the header and the changed turn
+rows in one transaction; a load reads both in one REPEATABLE READ snapshot. The table definitions
+repeat the SQLite ones in ``helpers.sessions.store`` with PostgreSQL's types and ``COLLATE "C"``
+(so both backends sort alike): the dialects differ, so each keeps its own.
+"""
+from __future__ import annotations
+
+import psycopg
+
+from helpers.clock import now
+from helpers.postgres import Connections, lock_id, migrate, schema_version
+from helpers.sessions.store import (
+    SCHEMA_TABLE, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError, StoredSession, check_ids,
+    decode_state, redact_dsn,
+)
+
+SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (1, "create sessions and session_turns", (
+        """CREATE TABLE sessions (
+            user_id TEXT COLLATE "C" NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            revision BIGINT NOT NULL,
+            header TEXT NOT NULL,
+            title TEXT NOT NULL,
+            turns INTEGER NOT NULL,
+            dropped INTEGER NOT NULL,
+            forked_from TEXT,
+            forked_at INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id))""",
+        """CREATE TABLE session_turns (
+            user_id TEXT COLLATE "C" NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            turn_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            question TEXT NOT NULL,
+            body TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
+    )),
+)
+
+
+
+_INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
+                 "forked_at")
+
+
+class PostgresSessionStore(SessionStoreBase):
+    """SessionStore on PostgreSQL: per-session advisory locks, one transaction per save."""
+
+    def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
+        self._conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
+        self.where = self._conns.where
+        try:
+            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, ("sessions", "session_turns"))
+        except psycopg.Error as err:
+            self._conns.close()
+            raise SessionStoreError(f"preparing the session tables on {self.where} failed "
+                                    f"({self._reason(err)}); nothing was changed - check that this user may "
+                                    "create tables there") from None
+
+    def _reason(self, err: Exception) -> str:
+        """A driver error as one line, with any password removed."""
+        return redact_dsn(str(err).strip(), self._conns.dsn)
+
+    @property
+    def closed(self) -> bool:
+        """True after close(): nothing can be read or saved any more."""
+        return self._conns.closed
+
+    def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
+               lineage: tuple[str, int] | None = None) -> int:
+        conn = self._conns.get()
+        at = now().isoformat()
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
+                cur = conn.cursor()
+                return self._write_rows(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
+                                        lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows),
+                                        user_id, session_id, encoded, expected_revision, lineage, at)
+        except psycopg.Error as err:
+            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed and was rolled back "
+                                    f"({self._reason(err)}); the stored session is as it was - retry") from None
+
+    def load_state(self, user_id: str, session_id: str) -> StoredSession:
+        """The stored snapshot, read in one consistent snapshot."""
+        check_ids(user_id, session_id)
+        conn = self._conns.get()
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                row = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = %s AND "
+                                   "session_id = %s", (user_id, session_id)).fetchone()
+                bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = %s AND "
+                                           "session_id = %s", (user_id, session_id)).fetchall())
+        except psycopg.Error as err:
+            raise SessionStoreError(f"reading {user_id}/{session_id} from {self.where} failed "
+                                    f"({self._reason(err)})") from None
+        if row is None:
+            raise self._not_found(user_id, session_id, self.where)
+        name = f"session {user_id}/{session_id} on {self.where}"
+        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies, name))
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        """One user's sessions, most recently saved first."""
+        try:
+            rows = self._conns.get().execute(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = %s "
+                                             "ORDER BY updated_at DESC, session_id", (user_id,)).fetchall()
+        except psycopg.Error as err:
+            raise SessionStoreError(f"listing {user_id}'s sessions on {self.where} failed "
+                                    f"({self._reason(err)})") from None
+        return [SessionInfo(*row) for row in rows]
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        """Remove one session and its turns."""
+        conn = self._conns.get()
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
+                return conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s",
+                                    (user_id, session_id)).rowcount > 0
+        except psycopg.Error as err:
+            raise SessionStoreError(f"deleting {user_id}/{session_id} on {self.where} failed and was rolled back "
+                                    f"({self._reason(err)}); retry") from None
+
+    def schema_version(self) -> int:
+        """The highest session migration applied."""
+        return schema_version(self._conns, SCHEMA_TABLE)
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._conns.close()
+
+    def __enter__(self) -> "PostgresSessionStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
