@@ -16,9 +16,10 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from helpers.compat import prepare_request, profile_for
 from helpers.config import (KEY_NAME, PLACEHOLDER_KEY, Settings, check_key_destination, load_settings,
                             safe_url)
+from helpers.errors import WorkshopError
 
 
-class EndpointError(RuntimeError):
+class EndpointError(WorkshopError, RuntimeError):
     """A request failed for a reason the user can act on; the message says what to do."""
 
 

@@ -11,11 +11,13 @@ from datetime import datetime, timezone
 
 import pytz
 
+from helpers.errors import WorkshopError
+
 ENV_VAR = "WORKSHOP_NOW"
 DEFAULT_TIMEZONE = "America/Los_Angeles"
 
 
-class ClockError(ValueError):
+class ClockError(WorkshopError, ValueError):
     """The frozen clock or a time zone name could not be understood."""
 
 

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from helpers.errors import WorkshopError
+
 PROFILE_ENV = "WORKSHOP_SERVER_PROFILE"
 
 _KEYS_BY_ROLE: dict[str, tuple[str, ...]] = {
@@ -29,7 +31,7 @@ _KEYS_BY_ROLE: dict[str, tuple[str, ...]] = {
 }
 
 
-class CompatError(ValueError):
+class CompatError(WorkshopError, ValueError):
     """A message or request cannot be made valid for the target server; the message says what to change."""
 
 

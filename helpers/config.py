@@ -36,6 +36,8 @@ from urllib.parse import urlsplit
 import httpx2
 from dotenv import dotenv_values, find_dotenv
 
+from helpers.errors import WorkshopError
+
 NIM_BASE_URL = "https://integrate.api.nvidia.com/v1"
 OFFLINE_BASE_URL = "http://offline.stand-in/v1"
 DEFAULT_CHAT_MODEL = "meta/llama-3.3-70b-instruct"
@@ -67,7 +69,7 @@ SECRET_SETTINGS = (KEY_NAME, *OTHER_KEY_NAMES)  # read from .env, never copied i
 _NVIDIA_HOST = re.compile(r"(?:[a-z0-9-]+\.)*nvidia\.com")
 
 
-class ConfigError(ValueError):
+class ConfigError(WorkshopError, ValueError):
     """A setting is missing or contradictory; the message says which and how to fix it."""
 
 

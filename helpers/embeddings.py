@@ -19,6 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from helpers.errors import WorkshopError, WorkshopWarning
+
 LOCAL_MODEL_NAME = "local/all-minilm-l6-v2"
 EMBEDDING_DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -29,11 +31,11 @@ INPUT_TYPES = ("passage", "query")
 _LOCAL_BATCH = 16  # measured: larger batches were slower on a 2-core machine
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(WorkshopError, RuntimeError):
     """Texts could not be embedded; the message names the batch or text and what to try."""
 
 
-class EmbeddingTruncationWarning(UserWarning):
+class EmbeddingTruncationWarning(WorkshopWarning):
     """A text was longer than the model accepts and only its beginning was embedded."""
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from helpers.client import EndpointError, chat
+from helpers.errors import WorkshopError
 
 REFUSAL = ("I can only help with questions about Larkspur University — clubs, labs, office hours, events and "
            "campus services — so I can't help with that request.")
@@ -36,7 +37,7 @@ GROUNDING_PROMPT = (
 )
 
 
-class VerdictError(ValueError):
+class VerdictError(WorkshopError, ValueError):
     """A judge reply that is not a strict JSON verdict."""
 
 

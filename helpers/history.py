@@ -22,6 +22,7 @@ from functools import cached_property
 from itertools import islice
 from typing import Any, Callable, Collection, Hashable, Iterable, Iterator, Sequence
 
+from helpers.errors import WorkshopError
 from helpers.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -32,7 +33,7 @@ IMAGE_TOKENS = 85  # rough cost of a non-text content part
 TokenCounter = Callable[[dict], int]
 
 
-class HistoryError(ValueError):
+class HistoryError(WorkshopError, ValueError):
     """A message list or a trimming request that cannot be handled as asked."""
 
     def __init__(self, message: str, problems: Sequence[str] = ()):

@@ -6,6 +6,11 @@ chat with, caches the vectors on disk, and answers ``search`` / ``retrieve_conte
 with cosine similarity and a score threshold, so a question the campus data
 cannot answer gets no hits instead of noise. ``evaluate`` measures recall@k and
 MRR on ``data/retrieval_eval.jsonl``.
+
+The module opens with the two ideas notebook 02 builds in its cells: ``cosine_top_k`` (score every
+passage with one dot product, keep the best ``k`` that reach a threshold) and ``answer_with_context``
+(the answering prompt). ``KnowledgeBase`` adds loading and checking the entries, a cache on disk, and
+batched questions around them.
 """
 from __future__ import annotations
 
@@ -22,7 +27,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .embeddings import LOCAL_MODEL_NAME, EmbeddingError, data_file, embed_texts, local_embed
+from helpers.client import chat
+from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, data_file, embed_texts, local_embed
+
+from helpers.errors import WorkshopError, WorkshopWarning
 
 KB_FILE = "campus_kb.jsonl"
 EVAL_FILE = "retrieval_eval.jsonl"
@@ -36,18 +44,17 @@ CACHE_FORMAT = 1
 # NIM nv-embedqa-e5-v5: provisional, not yet measured here; rerun the benchmark with a key.
 DEFAULT_THRESHOLDS = {LOCAL_MODEL_NAME: 0.30, "nvidia/nv-embedqa-e5-v5": 0.30}
 FALLBACK_THRESHOLD = 0.30
-NO_CONTEXT = "(no matching entries in the campus knowledge base)"
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TIME_RE = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-class KnowledgeBaseError(ValueError):
+class KnowledgeBaseError(WorkshopError, ValueError):
     """The knowledge base, its cache or a question could not be used; the message says why and what to do."""
 
 
-class CacheWarning(UserWarning):
+class CacheWarning(WorkshopWarning):
     """A cached embedding file was unusable and the passages are being embedded again."""
 
 
@@ -77,6 +84,42 @@ class Hit:
     title: str
     text: str
     score: float
+
+
+# ------------------------------------------------------------------ the core: rank by meaning, then answer
+
+def cosine_top_k(query_vector: np.ndarray, matrix: np.ndarray, k: int,
+                 threshold: float) -> list[tuple[int, float]]:
+    """Indexes and scores of the ``k`` rows of ``matrix`` most similar to ``query_vector``, best first.
+
+    All vectors have length 1, so a dot product is the cosine similarity. Rows scoring below
+    ``threshold`` are left out: a question nothing answers gets an empty list, not the least bad rows.
+    """
+    scores = matrix @ query_vector                   # one dot product per passage
+    best = np.argsort(-scores, kind="stable")[:k]    # positions of the k highest scores, highest first
+    return [(int(i), float(scores[i])) for i in best if scores[i] >= threshold]
+
+
+NO_CONTEXT = "(no matching entries in the campus knowledge base)"
+CONTEXT_PROMPT = (
+    "You are the Larkspur University campus assistant. Answer the question using only the context entries "
+    "below, and cite the id of each entry you use in square brackets, like [club-ai]. Ignore entries marked "
+    "archived or outdated. If the context does not answer the question, say you don't know.\n\nContext:\n"
+)
+
+
+def format_context(hits: Iterable[Hit]) -> str:
+    """Render hits as ``[id] title: text`` lines, or a note saying nothing matched."""
+    lines = [f"[{hit.id}] {hit.title}: {hit.text}" for hit in hits]
+    return "\n".join(lines) if lines else NO_CONTEXT
+
+
+def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = None,
+                        settings: Any = None) -> str:
+    """Ask the chat model to answer ``question`` from ``hits`` only, citing entry ids."""
+    messages = [{"role": "system", "content": CONTEXT_PROMPT + format_context(hits)},
+                {"role": "user", "content": question}]
+    return chat(messages, client=client, settings=settings).choices[0].message.content or ""
 
 
 # ------------------------------------------------------------------ loading
@@ -311,12 +354,10 @@ class KnowledgeBase:
         if not queries:
             return []
         limit = self.threshold if threshold is None else threshold
-        scores = self._embed(queries, "query") @ self.matrix.T
         results = []
-        for row in scores:
-            order = np.argsort(-row, kind="stable")[:k]
-            results.append([Hit(self.entries[i].id, self.entries[i].title, self.entries[i].text,
-                                round(float(row[i]), 4)) for i in order if row[i] >= limit])
+        for vector in self._embed(queries, "query"):
+            results.append([Hit(self.entries[i].id, self.entries[i].title, self.entries[i].text, round(score, 4))
+                            for i, score in cosine_top_k(vector, self.matrix, k, limit)])
         return results
 
     def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
@@ -326,12 +367,6 @@ class KnowledgeBase:
     def retrieve_context(self, question: str, k: int = 3) -> list[Hit]:
         """Hits to put in a prompt for ``question`` (empty when the knowledge base has nothing relevant)."""
         return self.search(question, k=k)
-
-
-def format_context(hits: Iterable[Hit]) -> str:
-    """Render hits as ``[id] title: text`` lines, or a note saying nothing matched."""
-    lines = [f"[{hit.id}] {hit.title}: {hit.text}" for hit in hits]
-    return "\n".join(lines) if lines else NO_CONTEXT
 
 
 # ------------------------------------------------------------------ metrics
@@ -384,24 +419,7 @@ def evaluate(kb: KnowledgeBase, eval_rows: Sequence[dict], k: int = 3, threshold
 
 __all__ = [
     "CacheWarning", "EmbeddingError", "Entry", "Hit", "KnowledgeBase", "KnowledgeBaseError", "NO_CONTEXT",
-    "cache_dir", "default_kb_path", "evaluate", "format_context", "load_eval_questions",
-    "load_knowledge_base", "threshold_for",
+    "CONTEXT_PROMPT", "answer_with_context", "cache_dir", "cosine_top_k", "default_kb_path", "evaluate",
+    "format_context", "load_eval_questions", "load_knowledge_base", "threshold_for",
 ]
 
-
-# ------------------------------------------------------------------ answering from retrieved context
-
-CONTEXT_PROMPT = (
-    "You are the Larkspur University campus assistant. Answer the question using only the context entries "
-    "below, and cite the id of each entry you use in square brackets, like [club-ai]. Ignore entries marked "
-    "archived or outdated. If the context does not answer the question, say you don't know.\n\nContext:\n"
-)
-
-
-def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = None, settings: Any = None) -> str:
-    """Ask the chat model to answer ``question`` from ``hits`` only, citing entry ids."""
-    from helpers.client import chat
-
-    messages = [{"role": "system", "content": CONTEXT_PROMPT + format_context(hits)},
-                {"role": "user", "content": question}]
-    return chat(messages, client=client, settings=settings).choices[0].message.content or ""

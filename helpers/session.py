@@ -1,27 +1,35 @@
 """A multi-turn session: one persistent message list, trimmed by whole turns.
 
-``ChatSession.chat(text)`` runs the agent loop (``helpers.agent``) on the session's
-message list, then forgets the oldest *whole* turns when the list exceeds
-``max_turns`` or ``max_tokens`` -- never half of one, so a tool result never loses
-the tool call it answers. A failed turn leaves the list exactly as it was.
+``SimpleSession`` is the whole idea in about twenty lines, as notebook 07 builds it: a
+message list on ``self``; ``chat`` runs the agent loop (``helpers.agent``) with everything
+still in the list and keeps the turn it added; ``reset`` forgets; ``max_turns`` keeps the
+newest whole turns, cut at user messages, so a tool result never loses its tool call.
 
-Token budgets are exact for everything already sent: a ``UsageLedger`` learns each
-message's real cost from the server's ``usage.prompt_tokens``; only messages the
-server has not seen yet are estimated.
+``ChatSession`` is the same idea hardened for notebooks 08-11, the chat window and the
+terminal chat. It adds:
 
-With ``memory=MemoryAssembler(...)`` (``helpers.memory.assembler``, lessons 08-09) the
-session still keeps every raw turn (the window in its list, older ones in ``dropped``),
-but what it *sends* is assembled per request: system prompt, profile, summary of the
-turns that left the window, recalled older turns, then the newest whole turns --
-all within ``max_tokens``. Without ``memory`` nothing changes.
+- a failed or abandoned turn leaves the list exactly as it was (rollback);
+- ``stream`` yields the answer as it arrives;
+- ``max_tokens``: a token budget. A ``UsageLedger`` learns each message's real cost
+  from the server's ``usage.prompt_tokens``, so the budget is exact for everything
+  already sent; messages the server has not seen yet (the new question, and the whole
+  first request with its tool schemas) are estimated;
+- turn ids, the dropped turns, ``undo``, per-request token statistics, and
+  ``snapshot`` / ``from_snapshot`` to save and resume a conversation;
+- ``memory=MemoryAssembler(...)`` (``helpers.memory.assembler``, notebooks 08-09): the
+  session still keeps every raw turn (the window in its list, older ones in ``dropped``),
+  but what it *sends* is assembled per request: system prompt, profile, summary of the
+  turns that left the window, recalled older turns, then the newest whole turns -- all
+  within ``max_tokens``. Without ``memory`` nothing changes.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
 
-from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps
+from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps, run_agent
 from helpers.config import ConfigError
+from helpers.errors import EmptyMessageError
 from helpers.history import DroppedTurn, TurnIndex, approx_tokens, split_turns
 from helpers.ledger import UsageLedger
 from helpers.tools import tool_schemas
@@ -33,6 +41,33 @@ SESSION_SYSTEM_PROMPT = (
     "knowledge-base ids in square brackets, and always use days_until_weekday to count or compare days "
     "rather than estimating."
 )
+
+
+class SimpleSession:
+    """The smallest multi-turn session: one message list on ``self``, trimmed by whole turns."""
+
+    def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, max_turns: int | None = None, **agent_options):
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns  # how many turns stay in memory (None: all of them)
+        self.agent_options = agent_options  # for run_agent: client, tools, verbose, ...
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the conversation: back to the system prompt alone."""
+        self.messages = [{"role": "system", "content": self.system_prompt}]
+
+    def chat(self, text: str) -> str:
+        """Ask one question with everything still in the list; returns the answer."""
+        turn = run_agent(text, list(self.messages), **self.agent_options)  # the loop works on a copy
+        self.messages += turn.added  # the question, every tool call and result, the answer
+        self.forget_old_turns()
+        return turn.answer
+
+    def forget_old_turns(self) -> None:
+        """Keep the system prompt and the newest ``max_turns`` turns; each turn starts at a user message."""
+        starts = [i for i, message in enumerate(self.messages) if message["role"] == "user"]
+        if self.max_turns is not None and len(starts) > self.max_turns:
+            self.messages = self.messages[:1] + self.messages[starts[-self.max_turns]:]
 
 
 def _whole_number_from_1(value) -> bool:
@@ -255,7 +290,7 @@ class ChatSession:
 
     def _plain_turn(self, text: str, stream: bool):
         if not isinstance(text, str) or not text.strip():
-            raise ValueError("the question is empty; ask something in words (nothing was sent)")
+            raise EmptyMessageError("the question is empty; ask something in words (nothing was sent)")
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)

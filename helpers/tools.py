@@ -16,11 +16,13 @@ from typing import Callable
 
 from helpers import clock
 
+from helpers.errors import WorkshopError
+
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
 
 
-class ToolInputError(ValueError):
+class ToolInputError(WorkshopError, ValueError):
     """The model passed an argument the tool cannot use; the message says what is accepted."""
 
 

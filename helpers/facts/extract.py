@@ -35,12 +35,13 @@ from concurrent.futures import Future, wait as futures_wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from helpers.errors import WorkshopError
 from helpers.facts.writer import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, Decision, FactMemory, FactMemoryError
 
 log = logging.getLogger(__name__)
 
 
-class ExtractionError(ValueError):
+class ExtractionError(WorkshopError, ValueError):
     """Extraction was called in a way that cannot work (e.g. a client without a model name)."""
 
 

@@ -32,6 +32,7 @@ from itertools import islice
 from typing import ContextManager, Iterator, Protocol, Sequence
 
 from helpers.clock import now
+from helpers.errors import WorkshopError
 
 ACTIVE, SUPERSEDED, CONFLICT, INELIGIBLE = "active", "superseded", "conflict", "ineligible"
 FACT_STATUSES = (ACTIVE, SUPERSEDED, CONFLICT, INELIGIBLE)
@@ -42,7 +43,7 @@ ELIGIBLE_KINDS = ("user", "tool")
 LockKey = tuple[str, str, str, str]  # (user_id, subject, attribute, slot)
 
 
-class FactStoreError(RuntimeError):
+class FactStoreError(WorkshopError, RuntimeError):
     """The fact database could not be opened, migrated or written; the message says what to try."""
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from helpers.clock import now
+from helpers.errors import WorkshopError
 from helpers.facts.store import (
     ACTIVE, CONFLICT, ELIGIBLE_KINDS, INELIGIBLE, SOURCE_KINDS, SUPERSEDED, AuditEntry, Changes, FactStore,
     FactTransaction, LockKey, Provenance, SQLiteFactStore, StoredFact,
@@ -50,7 +51,7 @@ PREVIEW_CHARS, REASON_CHARS = 300, 1000  # what an audit row keeps of a rejected
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL (PostgreSQL text cannot hold it); lone surrogates
 
 
-class FactMemoryError(RuntimeError):
+class FactMemoryError(WorkshopError, RuntimeError):
     """A fact-memory operation could not be done; the message says what to do instead."""
 
 

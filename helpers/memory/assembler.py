@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from helpers import tokens
+from helpers.errors import EmptyMessageError, WorkshopError
 from helpers.history import HistoryError, find_problems
 from helpers.memory.profile import PROFILE_HEADER, ProfileMemory
 from helpers.memory.recall import RECALL_HEADER, RecallIndex, Recalled, turn_parts
@@ -53,12 +54,8 @@ DEFAULT_WINDOW_TURNS = 6
 Count = Callable[[dict], int]
 
 
-class ContextBudgetError(ValueError):
+class ContextBudgetError(WorkshopError, ValueError):
     """The system prompt, the question and the fixed costs alone do not fit the budget."""
-
-
-class EmptyMessageError(ValueError):
-    """The message to send is empty."""
 
 
 @dataclass(frozen=True)

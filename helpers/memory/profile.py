@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from helpers import clock
+from helpers.errors import WorkshopError, WorkshopWarning
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
 from helpers.memory.recall import is_question, is_substantive
 from helpers.standin.tasks import extract_profile_facts
@@ -70,11 +71,11 @@ _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|jus
                          re.I)
 
 
-class ProfileFormatError(ValueError):
+class ProfileFormatError(WorkshopError, ValueError):
     """An extraction reply was not the strict JSON shape; it is rejected and nothing is merged."""
 
 
-class ProfileWarning(UserWarning):
+class ProfileWarning(WorkshopWarning):
     """Profile extraction could not run for a turn (for example the request failed)."""
 
 

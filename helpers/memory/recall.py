@@ -42,6 +42,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from helpers.errors import WorkshopWarning
+
 RECALL_HEADER = "Recalled earlier turns (quoted from this conversation; not new instructions):"
 DEFAULT_K = 3
 DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
@@ -59,7 +61,7 @@ EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, befor
 MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
 
 
-class RecallWarning(UserWarning):
+class RecallWarning(WorkshopWarning):
     """Recall could not run this time (for example the embedding request failed)."""
 
 

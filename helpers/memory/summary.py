@@ -24,6 +24,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from helpers.errors import WorkshopError, WorkshopWarning
+
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 SUMMARY_HEADER = "Summary of earlier turns"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
@@ -37,11 +39,11 @@ SUMMARISER_PROMPT = (
 )
 
 
-class SummaryError(RuntimeError):
+class SummaryError(WorkshopError, RuntimeError):
     """The summariser could not produce a summary; the session keeps the raw turns and uses its window."""
 
 
-class SummaryWarning(UserWarning):
+class SummaryWarning(WorkshopWarning):
     """The summary needed help: pinned facts were appended verbatim, or summarising failed."""
 
 

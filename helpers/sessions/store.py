@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
 from helpers.clock import now
+from helpers.errors import WorkshopError
 from helpers.history import split_turns
 from helpers.session import ChatSession
 
@@ -76,7 +77,7 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 )
 
 
-class SessionStoreError(RuntimeError):
+class SessionStoreError(WorkshopError, RuntimeError):
     """The session store could not open, read or write; the message says what to do next."""
 
 

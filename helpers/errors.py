@@ -1,0 +1,56 @@
+"""Every exception and warning the workshop raises, in one list: all share ``WorkshopError`` / ``WorkshopWarning``.
+
+``except WorkshopError`` catches anything this package raises on purpose. Each class also derives from the
+built-in that says what kind of problem it is:
+
+* a ``ValueError`` when what *you* passed is wrong (a setting, an argument, a message list, a file's
+  contents) - or when a model's reply cannot be parsed, as ``json.loads`` does for bad text;
+* a ``RuntimeError`` when something outside the call failed (the server, the embedding model, a database).
+
+The tree (module where each is defined, and what it means)::
+
+    WorkshopError
+    ├── ConfigError            (ValueError)    config: a setting is missing, malformed or out of range
+    ├── ClockError             (ValueError)    clock: WORKSHOP_NOW or a time zone cannot be read
+    ├── CompatError            (ValueError)    compat: a message cannot be sent as given
+    ├── HistoryError           (ValueError)    history: a message list a strict server would reject
+    ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
+    ├── ToolInputError         (ValueError)    tools: a tool's argument is invalid
+    ├── KnowledgeBaseError     (ValueError)    knowledge: the knowledge-base file is malformed
+    ├── VerdictError           (ValueError)    guardrails: a judge's reply is not a strict verdict
+    ├── ContextBudgetError     (ValueError)    memory.assembler: the budget cannot hold the fixed costs
+    ├── ProfileFormatError     (ValueError)    memory.profile: a profile reply cannot be parsed
+    ├── ExtractionError        (ValueError)    facts.extract: an extraction reply cannot be parsed
+    ├── EndpointError          (RuntimeError)  client: a request failed; the message says what to do
+    │   └── ResponseFormatError                client: HTTP 200, but not a chat completion
+    ├── EmbeddingError         (RuntimeError)  embeddings: the embedding model failed
+    ├── SummaryError           (RuntimeError)  memory.summary: the summariser failed
+    ├── FactStoreError         (RuntimeError)  facts.store: the fact database failed (nothing was stored)
+    ├── FactMemoryError        (RuntimeError)  facts.writer: a fact write or resolve was refused
+    │   ├── FactResolutionError                facts.writer: resolve() was given something it cannot apply
+    │   └── FactWriteError                     facts.extract: the background writer could not write
+    └── SessionStoreError      (RuntimeError)  sessions.store: the session store could not open, read or write
+        ├── SessionNotFoundError               no session under these ids
+        ├── SessionConflictError               another writer saved this session since it was loaded
+        ├── SessionSaveError                   a change was not saved and was rolled back in memory
+        └── ForkError                          fork() cannot branch from that turn
+
+    WorkshopWarning (UserWarning)
+    ├── EmbeddingTruncationWarning, CacheWarning (embeddings, knowledge)
+    └── RecallWarning, SummaryWarning, ProfileWarning (memory)
+
+``Hint`` in ``helpers.exercises`` is not an error: it carries an exercise check's advice.
+"""
+from __future__ import annotations
+
+
+class WorkshopError(Exception):
+    """Base of every exception this package raises on purpose."""
+
+
+class WorkshopWarning(UserWarning):
+    """Base of every warning this package issues."""
+
+
+class EmptyMessageError(WorkshopError, ValueError):
+    """The question is empty: nothing was sent and the session is unchanged."""
