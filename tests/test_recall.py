@@ -228,3 +228,13 @@ def test_vectors_from_another_model_are_not_used(index):
     restored.restore(index.state())
     assert restored.import_vectors("some-other-embedding-model", vectors) == 0
     assert restored.pending == [0, 1, 3, 4, 5]
+
+
+def test_a_turn_found_by_its_statement_is_quoted_by_that_line_alone():
+    index = fresh()
+    index.add(0, tool_turn("My locker number is 4471.", "I could not find that in the campus information."))
+    index.add(1, tool_turn("When is the library open?", "From 07:30 [library-hours]."))
+    by_statement = index.search("What's my locker number?", k=1)[0]
+    assert by_statement.text == '[turn 0] user: "My locker number is 4471."'
+    by_answer = index.search("When does the library open?", k=1)[0]
+    assert by_answer.turn_id == 1 and "(tools used: search_campus_info)" in by_answer.text

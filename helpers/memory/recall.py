@@ -22,7 +22,9 @@ window, scoring at least ``min_score``. Ranking knows time:
   ``ANSWER_PENALTY`` lower than a user statement, so long replies do not crowd statements out;
 - ties go to the newest turn;
 - identical or near-identical statements are merged (``near_identical``): the newest
-  occurrence is kept and the quote says how many times, and in which turns, it was said.
+  occurrence is kept and the quote says how many times, and in which turns, it was said;
+- a turn found by the user's own statement is quoted by that line alone; the tools used and
+  the answer are quoted only when the answer is what matched.
 
 A recalled turn is shown as quoted text with its turn id (``[turn 7] user: "..."``) inside a
 context block; it is never re-inserted as raw messages, so a recalled tool call can never
@@ -148,6 +150,7 @@ class RecallIndex:
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
         self._query: tuple[str, np.ndarray] | None = None  # the latest question and its vector
+        self._said_best: set[int] = set()  # in the latest search, turns whose best piece was a statement
         self._other: dict[str, np.ndarray] = {}  # vectors of texts ranked by ``similarity`` (profile lines)
         self.embed_requests = 0
 
@@ -285,6 +288,9 @@ class RecallIndex:
         turns, row_turn = np.unique(np.asarray(self._ids), return_inverse=True)  # each row's turn
         best = np.full(len(turns), -np.inf)
         np.maximum.at(best, row_turn, similarity)  # a turn scores as its best piece
+        said = np.full(len(turns), -np.inf)
+        np.maximum.at(said, row_turn, np.where(self._is_answer, -np.inf, similarity))  # its best statement
+        self._said_best = set(turns[said >= best].tolist())  # turns quoted by the user's words alone
         ordered = sorted(self.texts)
         span = max(ordered[-1] - ordered[0], 1)
         scores = best + RECENCY_WEIGHT * (turns - ordered[0]) / span
@@ -308,6 +314,8 @@ class RecallIndex:
             ids = sorted(i for i, _ in group)
             newest, score = ids[-1], max(s for _, s in group)
             text = self.quotes[newest]
+            if newest in self._said_best:  # the user's statement matched: the answer adds nothing
+                text = text.split("\n", 1)[0]
             if len(ids) > 1:
                 turns = ", ".join(map(str, ids))
                 text = text.replace("\n", f" (said {len(ids)} times: turns {turns})\n", 1) if "\n" in text \
