@@ -134,10 +134,14 @@ def next_campus_event(entry_id: str) -> dict:
 
 # ---------------------------------------------------------------- the registry
 
-def _schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
+def function_schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
+    """The description of one tool that the model sees: name, what it does, a JSON schema of its arguments."""
     return {"type": "function", "function": {
         "name": name, "description": description,
         "parameters": {"type": "object", "properties": properties, "required": required}}}
+
+
+_schema = function_schema  # the short name the tests use
 
 
 @dataclass(frozen=True)
@@ -151,19 +155,19 @@ class Tool:
 
 _TZ = {"type": "string", "description": "IANA time zone, e.g. America/Los_Angeles"}
 REGISTRY: dict[str, Tool] = {tool.name: tool for tool in [
-    Tool("search_campus_info", search_campus_info, _schema(
+    Tool("search_campus_info", search_campus_info, function_schema(
         "search_campus_info", "Search the Larkspur University knowledge base (clubs, labs, office hours, "
         "events, services). Returns passages with ids to cite.",
         {"query": {"type": "string", "description": "What to look for, in a few words"}}, ["query"])),
-    Tool("get_current_time", get_current_time, _schema(
+    Tool("get_current_time", get_current_time, function_schema(
         "get_current_time", "The current date, weekday and time in a time zone.", {"timezone": _TZ}, [])),
-    Tool("days_until_weekday", days_until_weekday, _schema(
+    Tool("days_until_weekday", days_until_weekday, function_schema(
         "days_until_weekday", "How many days from today until the next given weekday. Use this to count "
         "or compare days; never estimate.",
         {"weekday": {"type": "string", "enum": list(WEEKDAYS)},
          "time": {"type": "string", "description": "Optional event time HH:MM; if today and passed, next week"}},
         ["weekday"])),
-    Tool("next_campus_event", next_campus_event, _schema(
+    Tool("next_campus_event", next_campus_event, function_schema(
         "next_campus_event", "The next date of a recurring campus event, given its knowledge-base id.",
         {"entry_id": {"type": "string", "description": "An id returned by search_campus_info"}},
         ["entry_id"])),

@@ -404,3 +404,64 @@ def test_a_streamed_tool_call_without_an_id_is_a_format_error():
     with pytest.raises(ResponseFormatError, match="has no 'id'"):
         streamed("q", history, streaming_client(httpx2.Response(200, headers=SSE, content=body)))
     assert history == []
+
+
+# ---------------------------------------------------------------- agent_loop: the loop notebook 06 builds
+
+def test_agent_loop_runs_two_tools_in_sequence_and_returns_the_answer():
+    from helpers.agent import DEFAULT_SYSTEM_PROMPT, agent_loop
+
+    messages = [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT}]
+    answer = agent_loop("When does the AI club meet, and how many days is that from now?", messages)
+    names = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or []]
+    assert names == ["search_campus_info", "days_until_weekday"]
+    assert answer == messages[-1]["content"] and "2026-12-03" in answer
+    assert find_problems(messages) == []
+
+
+def test_agent_loop_answers_every_parallel_call_in_order():
+    from helpers.agent import agent_loop
+
+    server = ScriptedServer([calls(("days_until_weekday", {"weekday": "Tue"}, "a"),
+                                   ("days_until_weekday", {"weekday": "Thu"}, "b")), answer("done")])
+    messages = []
+    assert agent_loop("compare", messages, **server.kwargs()) == "done"
+    assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["a", "b"]
+    assert find_problems(messages) == []
+
+
+def test_agent_loop_stops_at_the_step_limit_with_a_valid_list():
+    from helpers.agent import agent_loop
+
+    server = ScriptedServer([calls(("get_current_time", {}, f"c{i}")) for i in range(2)])
+    messages = []
+    answer = agent_loop("loop forever", messages, max_steps=2, **server.kwargs())
+    assert "stopped after 2 steps" in answer and messages[-1] == {"role": "assistant", "content": answer}
+    assert len(server.requests) == 2 and find_problems(messages) == []
+
+
+def test_agent_loop_runs_only_the_tools_it_offered():
+    from helpers.agent import agent_loop
+
+    registry, ran = _spy_registry()
+    server = ScriptedServer([calls(("forget_everything", {}, "evil")), answer("no")])
+    agent_loop("q", [], tools=["days_until_weekday"], registry=registry, **server.kwargs())
+    assert not ran
+    assert "not offered" in json.loads(server.requests[1]["messages"][-1]["content"])["error"]
+
+
+# ---------------------------------------------------------------- notebook 06's exercises on any day
+
+@pytest.mark.parametrize("now", ["2026-12-02T10:00:00-08:00", "2026-12-03T19:30:00-08:00"])
+def test_notebook_06_checks_pass_on_a_wednesday_and_a_thursday_evening(now, monkeypatch):
+    from helpers.exercises import nb06
+
+    monkeypatch.setenv("WORKSHOP_NOW", now)
+    assert nb06.exercise_1.check(["search_campus_info", "days_until_weekday"])
+    assert not nb06.exercise_1.check(["get_current_time"])
+    namespace = {}
+    exec(nb06.exercise_2.solution_code, namespace)  # noqa: S102 - the package's own solution
+    assert nb06.exercise_2.check(namespace["smallest_max_steps"])
+    from helpers.tools import days_until_weekday
+
+    assert days_until_weekday("Thursday", "18:00")["days"] != 3  # the clock really moved off Monday

@@ -74,3 +74,40 @@ def test_error_text_is_read_like_the_call_path_reads_it():
     detail = httpx2.Response(500, json={"detail": "CUDA out of memory\n  on device 0"})
     status = check_endpoint(fake_server(MODELS, detail), "m")
     assert status.problem == "chat request failed with HTTP 500: CUDA out of memory on device 0"
+
+
+def test_notebook_04_settings_check_tries_a_configured_key_and_restores_the_environment(monkeypatch, capsys):
+    import os
+
+    from helpers.exercises import nb04
+
+    monkeypatch.delenv("NVIDIA_API_KEY", raising=False)
+    solution = {}
+    exec(nb04.exercise_1.solution_code, nb04.exercise_1.context() | solution, solution)  # noqa: S102
+    assert nb04.exercise_1.check(solution["vllm_settings"])
+
+    def automatic(base_url, model):  # right without a key; with one, leaves the choice to the key
+        from helpers.config import load_settings
+        return load_settings("openai-compatible" if "NVIDIA_API_KEY" not in os.environ else None,
+                             base_url=base_url, chat_model=model)
+
+    capsys.readouterr()
+    assert not nb04.exercise_1.check(automatic)
+    said = capsys.readouterr().out
+    assert said.startswith("✗ when NVIDIA_API_KEY is set") and "nvapi-" not in said
+    assert "NVIDIA_API_KEY" not in os.environ
+
+
+def test_notebook_04_diagnosis_check_needs_ok_before_the_model_list():
+    from helpers.exercises import nb04
+
+    def by_model_list(status):  # reads model_found before ok: wrong for servers that list no models
+        if not status.reachable:
+            return "unreachable"
+        if status.key_accepted is False:
+            return "key rejected"
+        if not status.model_found:
+            return "no such model"
+        return "ok" if status.ok else "no chat reply"
+
+    assert not nb04.exercise_2.check(by_model_list)

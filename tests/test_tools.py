@@ -241,3 +241,23 @@ def test_run_tool_never_raises(name, arguments, depth):
     assert isinstance(result, dict)
     if name not in ("days_until_weekday", "get_current_time") or deep:
         assert "error" in result
+
+
+def test_function_schema_builds_the_registry_schemas():
+    from helpers.tools import REGISTRY, function_schema
+
+    timezone = {"type": "string", "description": "IANA time zone, e.g. America/Los_Angeles"}
+    built = function_schema("get_current_time", "The current date, weekday and time in a time zone.",
+                            {"timezone": timezone}, [])
+    assert built == REGISTRY["get_current_time"].schema
+
+
+@pytest.mark.parametrize("now", ["2026-12-02T10:00:00-08:00", "2026-12-03T19:30:00-08:00"])
+def test_notebook_05_checks_pass_on_other_days(now, monkeypatch):
+    from helpers.exercises import nb05
+
+    monkeypatch.setenv("WORKSHOP_NOW", now)
+    for exercise in (nb05.exercise_1, nb05.exercise_2):
+        namespace = dict(exercise.context())
+        exec(exercise.solution_code, namespace)  # noqa: S102 - the package's own solution
+        assert exercise.check(*(namespace[name] for name in exercise.answers))

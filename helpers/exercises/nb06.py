@@ -1,0 +1,113 @@
+"""Exercises of notebook 06 (the agent loop). Every check runs on the offline stand-in and reads the day
+counts from the tools' own results, so it passes on any day of the week and with any backend configured."""
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+from helpers.agent import MAX_STEPS, run_agent
+from helpers.config import load_settings
+from helpers.exercises import Exercise, Hint
+from helpers.tools import REGISTRY
+
+TWO_TOOL_QUESTION = "When does the AI club meet, and how many days is that from now?"
+
+
+def _offline():
+    return load_settings("offline")
+
+
+def _counted_date(result) -> str | None:
+    """The date days_until_weekday returned during the turn, if it was called and worked."""
+    for message in result.added:
+        if message["role"] == "tool":
+            found = json.loads(message["content"])
+            if "days" in found and "date" in found:
+                return found["date"]
+    return None
+
+
+def _answers(tools: list[str]) -> bool:
+    result = run_agent(TWO_TOOL_QUESTION, tools=list(tools), settings=_offline())
+    date = _counted_date(result)
+    return result.stopped == "answer" and date is not None and date in result.answer
+
+
+def _check_tools(my_tools) -> str:
+    if not isinstance(my_tools, (list, tuple)) or not all(isinstance(name, str) for name in my_tools):
+        raise Hint("my_tools must be a list of tool names (strings), e.g. ['search_campus_info']")
+    unknown = [name for name in my_tools if name not in REGISTRY]
+    if unknown:
+        verb = "is not a tool" if len(unknown) == 1 else "are not tools"
+        raise Hint(f"{', '.join(unknown)} {verb}; choose from {sorted(REGISTRY)}")
+    if len(set(my_tools)) != len(my_tools):
+        raise Hint("a tool name appears twice in my_tools; each tool needs to be offered only once")
+    if not _answers(my_tools):
+        raise Hint("with these tools the agent cannot both find when the club meets and count the days "
+                   "to it; which tool looks things up, and which one counts days?")
+    for size in range(1, len(my_tools)):
+        for smaller in combinations(REGISTRY, size):
+            if _answers(smaller):
+                raise Hint(f"a smaller set also answers: {list(smaller)}. "
+                           "Remove the tools the answer never used.")
+    return f"{my_tools} is the smallest set: one tool to look up the day, one to count to it"
+
+
+exercise_1 = Exercise(
+    "06.1", "choose the tools",
+    stub='my_tools = ["get_current_time"]',
+    solution_code='my_tools = ["search_campus_info", "days_until_weekday"]',
+    checker=_check_tools, answers=("my_tools",),
+    hints=("Run the question with verbose=True and all tools: which tools does the trace show?",
+           "The club's day comes from the knowledge base; the count comes from a tool that never estimates."),
+)
+
+STEP_QUESTIONS = (
+    "How many days until Thursday?",
+    TWO_TOOL_QUESTION,
+    "Which is sooner, Tuesday at 14:00 or Thursday at 18:00?",
+    "When does the AI club meet?",
+)
+
+
+def _check_steps(smallest_max_steps) -> str:
+    if not callable(smallest_max_steps):
+        raise Hint("smallest_max_steps must be a function: def smallest_max_steps(question, **options): ...")
+    found = []
+    for question in STEP_QUESTIONS:
+        needed = run_agent(question, settings=_offline()).steps
+        given = smallest_max_steps(question, settings=_offline())
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise Hint(f"smallest_max_steps returned {given!r}; return a whole number of steps")
+        if given != needed:
+            parallel = "Which is sooner" in question
+            if given > needed:
+                advice = (" Several tool calls in one reply are one step." if parallel
+                          else " Try each max_steps from 1 upwards and stop at the first that answers.")
+                raise Hint(f"for {question!r} you said {given}, but max_steps={needed} already "
+                           f"answers.{advice}")
+            raise Hint(f"for {question!r} you said {given}, but with max_steps={given} the agent stops "
+                       "before answering (result.stopped is 'max_steps'). Keep going until it is 'answer'.")
+        found.append(needed)
+    return "smallest step budgets " + ", ".join(f"{n}" for n in found) + " (parallel calls share one step)"
+
+
+exercise_2 = Exercise(
+    "06.2", "the step budget",
+    stub='''def smallest_max_steps(question, **options):
+    """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""
+    return 1''',
+    solution_code='''from helpers.agent import MAX_STEPS, run_agent
+
+def smallest_max_steps(question, **options):
+    """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""
+    for max_steps in range(1, MAX_STEPS + 1):
+        if run_agent(question, max_steps=max_steps, **options).stopped == "answer":
+            return max_steps
+    return None''',
+    checker=_check_steps, answers=("smallest_max_steps",),
+    hints=("Call run_agent(question, max_steps=n, **options) for n = 1, 2, 3, ... and look at .stopped.",
+           "Return the first n for which result.stopped == 'answer'. (result.steps of an unlimited run "
+           "gives the same number.)"),
+    context=lambda: {"run_agent": run_agent, "MAX_STEPS": MAX_STEPS},
+)
