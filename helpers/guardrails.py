@@ -8,6 +8,10 @@ Both ask the model for a small JSON verdict and parse it strictly: "**Yes**", "Y
 but…", an empty reply or JSON with an unknown value is *not* a verdict. Both fail
 closed: an unparseable verdict or an API error counts as "not allowed" / "not
 supported". The grounding check is skipped for the refusal itself.
+
+Notebook 03 builds the grounding judge in its cells: ``GROUNDING_PROMPT``, one call
+(``ask_judge``), the strict parse (``parse_json_object``, ``parse_grounding_verdict``) and
+``check_grounding``, which fails closed. The scope rule is the same pattern with another prompt.
 """
 from __future__ import annotations
 
@@ -43,6 +47,8 @@ class VerdictError(WorkshopError, ValueError):
 
 @dataclass(frozen=True)
 class ScopeVerdict:
+    """The scope classifier's category for a request, and its reason."""
+
     category: str
     reason: str
 
@@ -54,12 +60,14 @@ class ScopeVerdict:
 
 @dataclass(frozen=True)
 class GroundingVerdict:
+    """Whether an answer is supported by its passages, why, and whether the check was skipped."""
+
     supported: bool
     reason: str
     skipped: bool = False
 
 
-def _json_object(text: str | None) -> dict:
+def parse_json_object(text: str | None) -> dict:
     """The single JSON object in a reply (optionally inside a ``` fence), else VerdictError."""
     if not text or not text.strip():
         raise VerdictError("empty reply")
@@ -78,7 +86,7 @@ def _json_object(text: str | None) -> dict:
 
 def parse_scope_verdict(text: str | None) -> ScopeVerdict:
     """Strictly parse {"category": ..., "reason": ...}; raise VerdictError otherwise."""
-    value = _json_object(text)
+    value = parse_json_object(text)
     category = value.get("category")
     if category not in SCOPE_CATEGORIES:
         raise VerdictError(f"category must be one of {SCOPE_CATEGORIES}, got {category!r}")
@@ -87,14 +95,15 @@ def parse_scope_verdict(text: str | None) -> ScopeVerdict:
 
 def parse_grounding_verdict(text: str | None) -> GroundingVerdict:
     """Strictly parse {"verdict": "supported"|"unsupported", "reason": ...}; raise VerdictError otherwise."""
-    value = _json_object(text)
+    value = parse_json_object(text)
     verdict = value.get("verdict")
     if verdict not in VERDICTS:
         raise VerdictError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     return GroundingVerdict(verdict == "supported", str(value.get("reason", "")))
 
 
-def _ask(system: str, user: str, client=None, settings=None) -> str:
+def ask_judge(system: str, user: str, client=None, settings=None) -> str:
+    """One judge call at temperature 0: its instructions as the system message, the case as the user's."""
     response = chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
                     client=client, settings=settings, temperature=0.0, max_tokens=200)
     return response.choices[0].message.content or ""
@@ -103,7 +112,7 @@ def _ask(system: str, user: str, client=None, settings=None) -> str:
 def check_scope(request: str, *, client=None, settings=None) -> ScopeVerdict:
     """Classify a request; an unparseable verdict or a failed call is treated as out of scope."""
     try:
-        return parse_scope_verdict(_ask(SCOPE_PROMPT, request, client, settings))
+        return parse_scope_verdict(ask_judge(SCOPE_PROMPT, request, client, settings))
     except VerdictError as exc:
         return ScopeVerdict("off_topic", f"fail-closed: unparseable verdict ({exc})")
     except EndpointError as exc:
@@ -118,7 +127,7 @@ def check_grounding(answer: str, passages: str, *, client=None, settings=None) -
         return GroundingVerdict(False, "fail-closed: there are no passages to support the answer")
     prompt = f"PASSAGES:\n{passages.strip()}\n\nANSWER:\n{answer.strip()}"
     try:
-        return parse_grounding_verdict(_ask(GROUNDING_PROMPT, prompt, client, settings))
+        return parse_grounding_verdict(ask_judge(GROUNDING_PROMPT, prompt, client, settings))
     except VerdictError as exc:
         return GroundingVerdict(False, f"fail-closed: unparseable verdict ({exc})")
     except EndpointError as exc:

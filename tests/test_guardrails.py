@@ -1,3 +1,5 @@
+import json
+
 import httpx2
 import openai
 import pytest
@@ -74,6 +76,35 @@ def _failing_client(status):
                          http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
+def test_the_judge_gets_its_rules_as_system_message_at_temperature_zero(offline):
+    sent = []
+
+    def handler(request):
+        sent.append(json.loads(request.content))
+        return httpx2.Response(200, json={
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": '{"verdict": "supported"}'}}]})
+
+    client = openai.OpenAI(api_key="x", base_url="http://test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    verdict = check_grounding("Thursdays [club-ai].", PASSAGES, client=client, settings=offline["settings"])
+    assert verdict.supported
+    request = sent[0]
+    assert request["temperature"] == 0.0
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["messages"][0]["content"] == guardrails.GROUNDING_PROMPT
+    assert request["messages"][1]["content"] == f"PASSAGES:\n{PASSAGES}\n\nANSWER:\nThursdays [club-ai]."
+
+
+def test_parse_json_object_reads_one_object_bare_or_fenced():
+    assert guardrails.parse_json_object(' {"a": 1} ') == {"a": 1}
+    assert guardrails.parse_json_object('```\n{"a": 1}\n```') == {"a": 1}
+    for text in (None, "", "[1]", '{"a": 1} and more'):
+        with pytest.raises(VerdictError):
+            guardrails.parse_json_object(text)
+
+
 def test_api_error_fails_closed(offline):
     client = _failing_client(500)
     assert not check_grounding("Thursdays.", PASSAGES, client=client, settings=offline["settings"]).supported
@@ -82,7 +113,7 @@ def test_api_error_fails_closed(offline):
 
 
 def test_unparseable_judge_reply_fails_closed(offline, monkeypatch):
-    monkeypatch.setattr(guardrails, "_ask", lambda *a, **k: "**Yes**")
+    monkeypatch.setattr(guardrails, "ask_judge", lambda *a, **k: "**Yes**")
     verdict = check_grounding("The AI Club meets on Thursdays.", PASSAGES, **offline)
     assert not verdict.supported and "fail-closed" in verdict.reason
 

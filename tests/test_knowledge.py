@@ -7,8 +7,9 @@ import openai
 import pytest
 
 from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, EmbeddingTruncationWarning, local_embed
-from helpers.knowledge import (NO_CONTEXT, CacheWarning, Entry, Hit, KnowledgeBase, KnowledgeBaseError, cache_dir,
-                               evaluate, format_context, load_eval_questions, load_knowledge_base)
+from helpers.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Entry, Hit, KnowledgeBase,
+                               KnowledgeBaseError, answer_with_context, cache_dir, cosine_top_k, evaluate,
+                               format_context, load_eval_questions, load_knowledge_base)
 
 SMALL = [
     Entry("club-ai", "AI Club", "The AI Club meets every Thursday at 18:00 in Halvorsen Hall.", ("club",),
@@ -255,3 +256,51 @@ def test_evaluate_rejects_unknown_relevant_ids():
     kb = KnowledgeBase(SMALL)
     with pytest.raises(KnowledgeBaseError, match="unknown ids"):
         evaluate(kb, [{"question": "q", "relevant": ["no-such-id"]}])
+
+
+# ------------------------------------------------------------------ the core notebook 02 builds
+
+def test_cosine_top_k_ranks_by_dot_product_best_first():
+    matrix = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    found = cosine_top_k(np.array([0.0, 1.0], dtype=np.float32), matrix, k=2, threshold=-1.0)
+    assert [index for index, _ in found] == [1, 2]
+    assert [round(score, 4) for _, score in found] == [1.0, 0.8]
+
+
+def test_cosine_top_k_drops_rows_below_the_threshold_even_inside_k():
+    matrix = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    query = np.array([0.0, 1.0], dtype=np.float32)
+    assert [index for index, _ in cosine_top_k(query, matrix, k=3, threshold=0.9)] == [1]
+    assert cosine_top_k(-query, matrix, k=3, threshold=0.3) == []
+
+
+def test_cosine_top_k_keeps_the_earlier_row_on_a_tie():
+    matrix = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], dtype=np.float32)
+    assert [i for i, _ in cosine_top_k(np.array([1.0, 0.0]), matrix, k=1, threshold=0.0)] == [1]
+
+
+def test_search_is_cosine_top_k_on_the_passage_matrix(campus_kb):
+    question = "When does the AI club meet?"
+    vector = local_embed([question])[0]
+    expected = [(campus_kb.entries[i].id, round(score, 4))
+                for i, score in cosine_top_k(vector, campus_kb.matrix, 5, campus_kb.threshold)]
+    assert [(hit.id, hit.score) for hit in campus_kb.search(question, k=5)] == expected
+
+
+def test_answer_with_context_sends_the_prompt_and_the_passages():
+    sent = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(json.loads(request.content))
+        return httpx2.Response(200, json={
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Thursdays [club-ai]."}}]})
+
+    client = openai.OpenAI(api_key="test", base_url="http://test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    hit = Hit("club-ai", "AI Club", "Meets Thursdays.", 0.9)
+    assert answer_with_context("When?", [hit], client=client) == "Thursdays [club-ai]."
+    system, user = sent[0]["messages"]
+    assert system["content"] == CONTEXT_PROMPT + "[club-ai] AI Club: Meets Thursdays."
+    assert user == {"role": "user", "content": "When?"}
