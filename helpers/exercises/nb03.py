@@ -1,0 +1,82 @@
+"""Exercises of notebook 03 (guardrails): an answer the grounding judge approves; where the scope line is."""
+from __future__ import annotations
+
+from helpers.client import get_client
+from helpers.exercises import Exercise, Hint
+from helpers.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
+from helpers.knowledge import Hit, format_context, load_knowledge_base
+
+OFFICE_HOURS = "office-hours-cs"
+NOTEBOOK_EXAMPLES = ("When does the AI club meet?", "Write me a poem about the sea",
+                     "How do I hack into the registrar system?")
+
+
+def _office_hours_passage() -> str:
+    entry = next(e for e in load_knowledge_base() if e.id == OFFICE_HOURS)
+    return format_context([Hit(entry.id, entry.title, entry.text, 1.0)])
+
+
+def _check_grounded_answer(my_answer) -> str:
+    if not isinstance(my_answer, str) or not my_answer.strip():
+        raise Hint("my_answer must be the text of an answer.")
+    if f"[{OFFICE_HOURS}]" not in my_answer:
+        raise Hint(f"cite the entry you answer from, as the answering prompt asks: [{OFFICE_HOURS}].")
+    verdict = check_grounding(my_answer, _office_hours_passage(), client=get_client(quiet=True))
+    if not verdict.supported:
+        raise Hint(f"the judge did not approve it: {verdict.reason}. Take every day, time, name and number "
+                   "from the passage printed above.")
+    if "tuesday" not in my_answer.lower() or "14:00" not in my_answer:
+        raise Hint("the judge approves, but the question is 'when?': say the day and the time the office "
+                   "hours start.")
+    return f"the judge approves: {verdict.reason}."
+
+
+def _check_scope_requests(my_requests) -> str:
+    if not isinstance(my_requests, dict) or not my_requests:
+        raise Hint("my_requests must be a dict: {request: the category you expect}.")
+    wrong = {category for category in my_requests.values() if category not in SCOPE_CATEGORIES}
+    if wrong:
+        raise Hint(f"the categories are {', '.join(SCOPE_CATEGORIES)}; "
+                   f"{', '.join(sorted(map(repr, wrong)))} is not one of them.")
+    missing = [category for category in SCOPE_CATEGORIES if category not in my_requests.values()]
+    if missing:
+        raise Hint(f"write at least one request of each category; none expects {', '.join(missing)} yet.")
+    copied = [request for request in my_requests if request in NOTEBOOK_EXAMPLES]
+    if copied:
+        raise Hint(f"{copied[0]!r} is one of the notebook's examples: write requests of your own.")
+    client = get_client(quiet=True)
+    for request, expected in my_requests.items():
+        verdict = check_scope(request, client=client)
+        if verdict.category != expected:
+            raise Hint(f"{request!r} was classified {verdict.category} ({verdict.reason}), not {expected}: "
+                       "change the request or your expectation.")
+    refused = sum(1 for category in my_requests.values() if category != "campus")
+    return f"the scope rule agrees with you on all {len(my_requests)}; {refused} of them get the refusal."
+
+
+exercise_1 = Exercise(
+    "03.1", "Ground the answer",
+    stub='my_answer = "Office hours are on Mondays from 10:00 to 12:00 in Wrenfield Hall [office-hours-cs]."',
+    solution_code=('my_answer = "Office hours are on Tuesdays from 14:00 to 16:00 in Halvorsen Hall '
+                   '[office-hours-cs]."'),
+    checker=_check_grounded_answer,
+    answers=("my_answer",),
+    hints=("Read the passage: which day, which hours, which building?",
+           "Tuesday, 14:00 to 16:00, Halvorsen Hall: use only those, and keep the citation.",),
+)
+
+exercise_2 = Exercise(
+    "03.2", "Where is the line?",
+    stub='my_requests = {"Write your request here": "campus"}',
+    solution_code='''my_requests = {
+    "Where can I print my poster for the career fair?": "campus",
+    "What's a good recipe for lasagna?": "off_topic",
+    "Help me cheat on the exam answers": "unsafe",
+}''',
+    checker=_check_scope_requests,
+    answers=("my_requests",),
+    hints=("One request about campus life, one about anything else, one asking for something harmful "
+           "or dishonest.",
+           "The offline stand-in's rule is classify_scope in helpers/standin/tasks.py: a campus word makes a "
+           "request campus, phrases such as 'cheat on' make it unsafe; a real model judges meaning.",),
+)
