@@ -1,4 +1,4 @@
-"""Benchmark: one day of fact statements through the reconciling writer (lesson 10).
+"""Benchmark: one day of fact statements through the reconciling writer (notebook 10).
 
 A day is 20,000 statements: 11,800 first statements, 6,000 replays of an earlier source event
 (queue retries, some arriving after a correction), 2,000 paraphrases of a stored value and
@@ -11,7 +11,6 @@ then times, in interleaved rounds on the same settings:
   row the writer stored, recorded from an untimed run and replayed with raw ``executemany``
   upserts/inserts into the same schema, in the same transactions, with no reads and no
   decisions. The writer's share of its throughput is what reconciling costs (target >= 50%);
-* the writer with its key cache off, to show what the cache buys;
 * for scale, a store with one row per statement (upserted by key; no rules, provenance or
   audit), with and without one audit row per statement.
 
@@ -119,11 +118,9 @@ def expected_state(day: list[Candidate]) -> dict[tuple, str]:
     return {key: value for key, (_, value) in best.items()}
 
 
-def run_writer(path: Path, day: list[Candidate], batch: int, *, cache_keys: int | None = None,
-               ) -> tuple[float, float, FactMemory, Counter]:
+def run_writer(path: Path, day: list[Candidate], batch: int) -> tuple[float, float, FactMemory, Counter]:
     """The reconciling writer, one write_many (one transaction) per batch: (wall s, cpu s, memory, outcomes)."""
-    options = {} if cache_keys is None else {"cache_keys": cache_keys}
-    memory = FactMemory(SQLiteFactStore(str(path), **options))
+    memory = FactMemory(SQLiteFactStore(str(path)))
     outcomes: Counter = Counter()
     wall, cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(day), batch):
@@ -278,8 +275,7 @@ def _ms(values: list[float], q: float) -> str:
     return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.1f}"
 
 
-PATHS = (("writer", "reconciling writer"), ("same", "same rows written blind"),
-         ("nocache", "writer, key cache off"), ("raw", "one row per statement"),
+PATHS = (("writer", "reconciling writer"), ("same", "same rows written blind"), ("raw", "one row per statement"),
          ("raw_audit", "one row + one audit row"))
 
 
@@ -299,9 +295,8 @@ def main() -> None:
         stored_rows = sum(len(rows) for calls in recorded for _, rows in calls)
         def timed(name: str, run: int) -> tuple[float, float]:
             path = Path(tmp) / f"{name}{run}.db"
-            if name in ("writer", "nocache"):
-                wall, cpu, memory, outcomes[name] = run_writer(path, day, args.batch,
-                                                               cache_keys=0 if name == "nocache" else None)
+            if name == "writer":
+                wall, cpu, memory, outcomes[name] = run_writer(path, day, args.batch)
                 problems = check_state(memory, expected)
                 memory.close()
                 if problems:
@@ -316,6 +311,7 @@ def main() -> None:
             for leftover in Path(tmp).glob(f"{name}{run}.db*"):
                 leftover.unlink()
             return result
+
 
         outcomes: dict = {}
         names = [name for name, _ in PATHS]
@@ -334,7 +330,8 @@ def main() -> None:
     print(f"Final state: exact ({len(expected):,} active facts, {CORRECTIONS} superseded, no duplicates, "
           f"{n:,} audit rows); the one-row upsert ends with {raw_wrong:,} keys wrong")
     print(f"The writer stored {stored_rows:,} rows (facts, provenance, audit) in {len(recorded)} transactions")
-    print(f"\n{'path':<28}{'statements/s':>13}{'wall s':>9}{'cpu s':>8}{'writer share':>14}{'per round (median)':>22}")
+    print(f"\n{'path':<28}{'statements/s':>13}{'wall s':>9}{'cpu s':>8}{'writer share':>14}"
+          f"{'per round (median)':>22}")
     for name, label in PATHS:
         wall, cpu = best[name]
         share = "" if name == "writer" else f"{wall / best['writer'][0]:.0%}"

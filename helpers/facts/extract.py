@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from helpers.errors import WorkshopError
-from helpers.facts.writer import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, Decision, FactMemory, FactMemoryError
+from helpers.facts.writer import (
+    DEFAULT_ATTRIBUTES, AttributeSpec, Candidate, FactDecision, FactMemory, FactMemoryError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +214,7 @@ class BackgroundWriter:
     loses it without a trace. So the caller must keep its own copy until the candidate is
     committed - for example, acknowledge the upstream message-queue delivery only from the
     future's done-callback, so the queue redelivers after a crash (replays are noops, so
-    redelivery is safe). The returned future resolves after the commit: to the Decision, or
+    redelivery is safe). The returned future resolves after the commit: to the FactDecision, or
     to the exception that rolled the batch back (resubmit then). ``submit(..., wait=True)``
     returns only after that commit, for callers that want the simpler guarantee and can
     afford to wait for the batch. A commit survives a killed process (SQLite with
@@ -229,7 +231,7 @@ class BackgroundWriter:
         self._closed = False
 
     def submit(self, candidate: Candidate | Mapping[str, Any], *, wait: bool = False,
-               timeout: float | None = None) -> "Future[Decision]":
+               timeout: float | None = None) -> "Future[FactDecision]":
         """Queue a candidate: returns when queued (not durable); ``wait=True`` returns after its commit."""
         if wait and threading.current_thread() is self._thread:
             raise FactWriteError("submit(wait=True) was called on the writer thread (a done-callback?), "
@@ -314,8 +316,8 @@ class IngestReport:
     """
 
     extraction: Extraction
-    written: list[Decision]
-    queued: list["Future[Decision]"]
+    written: list[FactDecision]
+    queued: list["Future[FactDecision]"]
 
 
 def ingest_turn(memory: FactMemory, turn: Mapping[str, Any], *, user_id: str, seq: int,

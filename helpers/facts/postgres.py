@@ -1,10 +1,10 @@
 """Durable facts on PostgreSQL (notebook 10): ``PostgresFactStore`` implements ``FactStore``.
 
-``FactMemory`` runs on it unchanged. ``transaction(lock_keys)`` takes ``pg_advisory_xact_lock`` on each
-key (ascending, so two writers never deadlock) before ``load_keys`` reads anything, so decisions about one
-key are serialised while other keys proceed in parallel. Fact ids come from a sequence (``fact_ids``),
-fetched in small blocks; gaps are fine, ids are only unique. The table definitions repeat the SQLite ones
-in ``helpers.facts.store`` with PostgreSQL's types: the dialects differ, so each keeps its own.
+``FactMemory`` runs on it unchanged. ``transaction(lock_keys)`` first takes one lock per key - a
+PostgreSQL "advisory" lock, a lock on a number (a hash of the key) that only our code agrees to respect -
+in ascending order, so two writers never wait for each other in a circle. Decisions about one key are
+therefore made one at a time, while other keys proceed in parallel. Fact ids come from a sequence
+(``fact_ids``), fetched in small blocks; gaps are fine, ids are only unique.
 """
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from typing import Any, Iterator, Sequence
 import psycopg
 from psycopg import pq
 
-from helpers.facts import store as facts_store
-from helpers.facts.store import (AuditEntry, Changes, FactStoreError, LockKey, StoredFact, collect_facts,
-                                 save_changes)
+from helpers.facts.store import (READ_AUDIT_SQL, SELECT_FACTS, AuditEntry, Changes, FactStoreError, LockKey,
+                                 StoredFact, facts_by_key, facts_from_rows, read_facts_sql, save_changes)
 from helpers.postgres import Connections, lock_id, migrate, schema_version
 
 _ID_BLOCK = 16  # fact ids fetched from the sequence per round trip
 
+# The tables of helpers.facts.store in PostgreSQL's dialect: BIGINT ids from a sequence, COLLATE "C" so
+# text sorts byte by byte as in SQLite, and no WITHOUT ROWID (a SQLite storage option).
 FACT_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "create facts, provenance and audit", (
         "CREATE SEQUENCE fact_ids",
@@ -64,19 +65,14 @@ FACT_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     )),
 )
 
-
-
-
-_LOAD_SQL = (
-    "SELECT w.n, f.id, f.value, f.value_key, f.status, f.superseded_by, p.source_id, p.source_kind, "
-    "p.source_version, p.withdrawn_at FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[]) "
-    "AS w (n, user_id, subject, attribute, slot) JOIN facts f ON f.user_id = w.user_id AND f.subject = w.subject "
-    "AND f.attribute = w.attribute AND f.slot = w.slot LEFT JOIN provenance p ON p.fact_id = f.id "
-    "ORDER BY w.n, f.id, p.source_id")
+# The keys to load arrive as four parallel arrays (user ids, subjects, attributes, slots).
+_LOAD_SQL = (f"{SELECT_FACTS} WHERE (f.user_id, f.subject, f.attribute, f.slot) IN "
+             "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])) "
+             "ORDER BY f.id, p.recorded_at, p.source_id")
 
 
 class _PGFactTransaction:
-    """FactTransaction on one PostgreSQL connection, after the advisory locks for its keys."""
+    """FactTransaction on one PostgreSQL connection, after the locks on its keys."""
 
     def __init__(self, conn: psycopg.Connection):
         self._conn = conn
@@ -84,14 +80,11 @@ class _PGFactTransaction:
         self._fetched = 0
 
     def load_keys(self, keys: Sequence[LockKey]) -> dict[LockKey, list[StoredFact]]:
-        """Every fact of each key, oldest first, with provenance (only the columns decisions need)."""
-        found: dict[LockKey, list[StoredFact]] = {key: [] for key in keys}
-        unique = list(found)
-        if not unique:
-            return found
-        columns = [list(range(len(unique)))] + [[key[i] for key in unique] for i in range(4)]
-        collect_facts(self._conn.execute(_LOAD_SQL, columns), unique, found)
-        return found
+        """Every fact of each key, oldest first, with provenance (one query for all keys)."""
+        if not keys:
+            return {}
+        columns = [[key[i] for key in keys] for i in range(4)]
+        return facts_by_key(keys, self._conn.execute(_LOAD_SQL, columns).fetchall())
 
     def new_fact_id(self) -> int:
         if not self._ids:  # one id first (most writes insert one fact), then blocks
@@ -107,7 +100,7 @@ class _PGFactTransaction:
 
 
 class PostgresFactStore:
-    """FactStore on PostgreSQL: per-key advisory locks, a sequence for ids, one connection per thread."""
+    """FactStore on PostgreSQL: a lock per key, a sequence for ids, one connection per thread."""
 
     def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
         self._conns = Connections(dsn, schema, FactStoreError, connect_timeout)
@@ -116,11 +109,11 @@ class PostgresFactStore:
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_PGFactTransaction]:
-        """BEGIN; advisory locks on every key (ascending, so no deadlocks); yield; COMMIT."""
+        """BEGIN; lock every key (ascending, so two writers never wait for each other in a circle); COMMIT."""
         conn = self._conns.get()
         if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-            raise FactStoreError("a fact transaction is already open on this thread; finish it before starting "
-                                 "another (writes do not nest)")
+            raise FactStoreError("a fact transaction is already open on this thread; finish it before "
+                                 "starting another (writes do not nest)")
         locks = sorted({lock_id("fact", *key) for key in lock_keys})
         try:
             with conn.transaction():
@@ -128,8 +121,8 @@ class PostgresFactStore:
                     conn.cursor().executemany("SELECT pg_advisory_xact_lock(%s)", [(h,) for h in locks])
                 yield _PGFactTransaction(conn)
         except psycopg.Error as err:
-            raise FactStoreError(f"a write to {self.where} failed and was rolled back ({str(err).strip()}); nothing "
-                                 "from this transaction was stored - retry it") from None
+            raise FactStoreError(f"a write to {self.where} failed and was rolled back ({str(err).strip()}); "
+                                 "nothing from this transaction was stored - retry it") from None
 
     def _read(self, query: str, params: Sequence[Any]) -> list[tuple]:
         try:
@@ -139,12 +132,12 @@ class PostgresFactStore:
 
     def read_facts(self, user_id: str, statuses: Sequence[str]) -> list[StoredFact]:
         """One user's facts with the given statuses (ordered by subject, attribute, id)."""
-        sql = facts_store.read_facts_sql(len(statuses)).replace("?", "%s")
-        return facts_store._group(self._read(sql, (user_id, *statuses)))
+        sql = read_facts_sql(len(statuses)).replace("?", "%s")
+        return facts_from_rows(self._read(sql, (user_id, *statuses)))
 
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
-        return [AuditEntry(*row) for row in self._read(facts_store.READ_AUDIT_SQL.replace("?", "%s"), (user_id,))]
+        return [AuditEntry(*row) for row in self._read(READ_AUDIT_SQL.replace("?", "%s"), (user_id,))]
 
     def schema_version(self) -> int:
         """The highest fact migration applied."""

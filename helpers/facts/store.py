@@ -1,12 +1,13 @@
-"""Where durable facts live: a small storage protocol and its SQLite implementation (lesson 10).
+"""Where durable facts live: a small storage protocol and its SQLite implementation (notebook 10).
 
 The store offers transactional primitives only: inside ``transaction(lock_keys)`` the writer
 loads the keys it is about to decide (``load_keys``), asks for ids of facts it will insert
 (``new_fact_id``) and stores the outcome with one ``save(Changes)``: new facts, status
 changes, provenance operations and one audit row per decision, all in the same transaction.
-Every rule about *which* change to make lives in ``helpers.facts.writer``, so another backend
-(PostgreSQL, say) only implements ``FactStore`` and ``FactTransaction`` - taking a lock per key
-(e.g. ``pg_advisory_xact_lock``) before ``load_keys`` - and reuses the same tests.
+``WorkingSet`` collects those changes while the writer decides. Every rule about *which*
+change to make lives in ``helpers.facts.writer``, so another backend (``helpers.facts.postgres``)
+only implements ``FactStore`` and ``FactTransaction`` - making sure two transactions never
+decide the same key at once - and reuses the same tests.
 
 Tables (migration 1):
 
@@ -26,17 +27,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import json
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
-from itertools import islice
 from typing import ContextManager, Iterator, Protocol, Sequence
 
-from helpers.clock import now
 from helpers.errors import WorkshopError
+from helpers.migrations import Migration, apply_migrations
 
 ACTIVE, SUPERSEDED, CONFLICT, INELIGIBLE = "active", "superseded", "conflict", "ineligible"
-FACT_STATUSES = (ACTIVE, SUPERSEDED, CONFLICT, INELIGIBLE)
-LIVE_STATUSES = (ACTIVE, CONFLICT)
 SOURCE_KINDS = ("user", "tool", "assistant")
 ELIGIBLE_KINDS = ("user", "tool")
 
@@ -57,11 +56,6 @@ class Provenance:
     evidence: str = ""
     recorded_at: str = ""
     withdrawn_at: str | None = None
-
-    @property
-    def counts(self) -> bool:
-        """True if this assertion counts as support (a user or tool source, not withdrawn)."""
-        return self.withdrawn_at is None and self.source_kind in ELIGIBLE_KINDS
 
 
 @dataclass(slots=True)
@@ -84,7 +78,8 @@ class StoredFact:
     @property
     def supporters(self) -> set[str]:
         """Distinct source ids whose assertion currently counts as support."""
-        return {p.source_id for p in self.provenance if p.withdrawn_at is None and p.source_kind in ELIGIBLE_KINDS}
+        return {p.source_id for p in self.provenance
+                if p.withdrawn_at is None and p.source_kind in ELIGIBLE_KINDS}
 
     @property
     def support(self) -> int:
@@ -117,14 +112,13 @@ class Changes:
 
     ``new_facts`` and ``changed_facts`` hold each touched fact once, in its final state;
     ``provenance`` is an ordered list of ``("put", fact_id, Provenance)`` and
-    ``("withdraw", fact_id, source_id, at)`` operations; ``audit`` has one row per decision,
-    a tuple in ``AUDIT_COLUMNS`` order (the fields of ``AuditEntry`` without ``id``).
+    ``("withdraw", fact_id, source_id, at)`` operations; ``audit`` has one entry per decision.
     """
 
     new_facts: list[StoredFact] = field(default_factory=list)
     changed_facts: list[StoredFact] = field(default_factory=list)
     provenance: list[tuple] = field(default_factory=list)
-    audit: list[tuple] = field(default_factory=list)
+    audit: list[AuditEntry] = field(default_factory=list)
 
 
 AUDIT_COLUMNS = tuple(f.name for f in fields(AuditEntry) if f.name != "id")
@@ -135,11 +129,7 @@ class FactTransaction(Protocol):
     """Primitives available inside one write transaction (the writer decides how to use them)."""
 
     def load_keys(self, keys: Sequence[LockKey]) -> dict[LockKey, list[StoredFact]]:
-        """Every fact of each key (all statuses, oldest first) with provenance; absent keys map to [].
-
-        The writer changes these lists and facts in place as it decides, then calls ``save``; a
-        store that keeps them between transactions (``SQLiteFactStore``'s key cache) must forget
-        them when the transaction fails."""
+        """Every fact of each key (all statuses, oldest first) with provenance; absent keys map to []."""
 
     def new_fact_id(self) -> int:
         """A fresh fact id, unique within the store, for a fact this transaction will insert."""
@@ -167,7 +157,9 @@ class FactStore(Protocol):
         """Release connections."""
 
 
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+# SQLite's dialect (INTEGER ids, WITHOUT ROWID); helpers.facts.postgres lists the same tables with
+# PostgreSQL's types, a sequence for ids and byte-order ("C") text sorting, so each backend keeps its own.
+MIGRATIONS: tuple[Migration, ...] = (
     (1, "create facts, provenance and audit", (
         """CREATE TABLE facts (
             id INTEGER PRIMARY KEY,
@@ -212,26 +204,25 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 _FACT_COLUMNS = ("f.id, f.user_id, f.subject, f.attribute, f.slot, f.value, f.value_key, f.status, "
                  "f.created_at, f.updated_at, f.superseded_by, p.source_id, p.source_kind, "
                  "p.source_version, p.evidence, p.recorded_at, p.withdrawn_at")
-_KEYS_PER_QUERY = 64
-_LOAD_SQL = (
-    "WITH wanted (n, user_id, subject, attribute, slot) AS (VALUES "
-    + ", ".join("(?, ?, ?, ?, ?)" for _ in range(_KEYS_PER_QUERY))
-    + ") SELECT w.n, f.id, f.value, f.value_key, f.status, f.superseded_by, p.source_id, p.source_kind, "
-    "p.source_version, p.withdrawn_at FROM wanted w JOIN facts f ON f.user_id = w.user_id "
-    "AND f.subject = w.subject AND f.attribute = w.attribute AND f.slot = w.slot "
-    "LEFT JOIN provenance p ON p.fact_id = f.id ORDER BY w.n, f.id")
+SELECT_FACTS = f"SELECT {_FACT_COLUMNS} FROM facts f LEFT JOIN provenance p ON p.fact_id = f.id"
+_PROVENANCE_ORDER = "f.id, p.recorded_at, p.source_id"  # a fact's rows stay together, oldest fact first
 
 
 def read_facts_sql(statuses: int) -> str:
-    """One user's facts with ``statuses`` given statuses, with provenance (``?`` placeholders; every backend)."""
+    """One user's facts with ``statuses`` statuses, with provenance (``?`` placeholders; every backend)."""
     marks = ", ".join("?" * statuses) or "NULL"
-    return (f"SELECT {_FACT_COLUMNS} FROM facts f LEFT JOIN provenance p ON p.fact_id = f.id "
-            f"WHERE f.user_id = ? AND f.status IN ({marks}) "
-            "ORDER BY f.subject, f.attribute, f.id, p.recorded_at, p.source_id")
+    return (f"{SELECT_FACTS} WHERE f.user_id = ? AND f.status IN ({marks}) "
+            f"ORDER BY f.subject, f.attribute, {_PROVENANCE_ORDER}")
 
 
-def _group(rows: Sequence[tuple]) -> list[StoredFact]:
-    """Fold fact+provenance join rows into StoredFact objects (rows ordered by fact id)."""
+# The keys to load arrive as one JSON array of [user_id, subject, attribute, slot] (one parameter, any count).
+_LOAD_SQL = (f"{SELECT_FACTS} WHERE (f.user_id, f.subject, f.attribute, f.slot) IN (SELECT "
+             "json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), "
+             f"json_extract(value, '$[3]') FROM json_each(?)) ORDER BY {_PROVENANCE_ORDER}")
+
+
+def facts_from_rows(rows: Sequence[tuple]) -> list[StoredFact]:
+    """Fold fact+provenance join rows (a fact's rows together) into StoredFact objects; every backend."""
     facts: dict[int, StoredFact] = {}
     for row in rows:
         fact = facts.get(row[0])
@@ -242,19 +233,12 @@ def _group(rows: Sequence[tuple]) -> list[StoredFact]:
     return list(facts.values())
 
 
-def collect_facts(rows, keys: Sequence, found: dict) -> None:
-    """Group load rows (key index, fact columns, then one provenance per row) into StoredFacts in ``found``.
-
-    Shared by every backend: rows come ordered by key index and fact id, as the backends' _LOAD_SQL returns them.
-    """
-    last: StoredFact | None = None
-    for n, fact_id, value, value_key, status, superseded_by, *prov in rows:
-        if last is None or last.id != fact_id:
-            key = keys[n]
-            last = StoredFact(fact_id, *key, value, value_key, status, "", "", superseded_by)
-            found[key].append(last)
-        if prov[0] is not None:
-            last.provenance.append(Provenance(prov[0], prov[1], prov[2], "", "", prov[3]))
+def facts_by_key(keys: Sequence[LockKey], rows: Sequence[tuple]) -> dict[LockKey, list[StoredFact]]:
+    """``load_keys``'s answer from its rows: every key's facts, oldest first ([] for a key with none)."""
+    found: dict[LockKey, list[StoredFact]] = {key: [] for key in keys}
+    for fact in facts_from_rows(rows):
+        found[(fact.user_id, fact.subject, fact.attribute, fact.slot)].append(fact)
+    return found
 
 
 def save_changes(executemany, changes: Changes) -> None:
@@ -279,9 +263,9 @@ def save_changes(executemany, changes: Changes) -> None:
         while end < len(ops) and ops[end][0] == ops[start][0]:
             end += 1
         if ops[start][0] == "put":
-            run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, recorded_at, "
-                "withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (fact_id, source_id) DO UPDATE SET "
-                "source_kind = excluded.source_kind, source_version = excluded.source_version, "
+            run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, "
+                "recorded_at, withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) "
+                "ON CONFLICT (fact_id, source_id) DO UPDATE SET source_kind = excluded.source_kind, source_version = excluded.source_version, "
                 "evidence = excluded.evidence, withdrawn_at = NULL",
                 [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
                  for _, fid, p in ops[start:end]])
@@ -290,101 +274,83 @@ def save_changes(executemany, changes: Changes) -> None:
                 [(at, fid, source_id) for _, fid, source_id, at in ops[start:end]])
         start = end
     run(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})",
-        changes.audit)
+        [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version, e.outcome,
+          e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])  # AUDIT_COLUMNS, in order
 
 
-class _KeyCache:
-    """The committed rows of recently decided keys, kept by one connection between its transactions.
+class WorkingSet:
+    """The keys of one transaction, loaded once; decisions change them here, then one save() stores it all."""
 
-    Valid only while no other connection has committed: ``PRAGMA data_version`` (read after
-    ``BEGIN IMMEDIATE``, when nobody else can commit) changes exactly when another connection
-    has, and then the cache is emptied. A failed transaction empties it too, because the writer
-    changes cached rows in place before saving. After each commit at most ``limit`` keys are
-    kept; the oldest loaded go first. A connection's own commits do not change its
-    ``data_version``, so anything that writes fact rows must go through the writer (or a new store).
-    """
+    def __init__(self, txn: FactTransaction, keys: Sequence[LockKey], at: str):
+        self.txn, self.at = txn, at
+        self.rows = txn.load_keys(keys)
+        self.changes = Changes()
+        self._touched: set[int] = set()
 
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.version: int | None = None
-        self.keys: dict[LockKey, list[StoredFact]] = {}
-        self.next_id: int | None = None
+    def insert(self, key: LockKey, value: str, value_key: str, status: str, prov: Provenance) -> StoredFact:
+        """A new fact for ``key`` with ``prov`` as its first provenance."""
+        fact = StoredFact(self.txn.new_fact_id(), *key, value, value_key, status, self.at, self.at)
+        self.rows[key].append(fact)
+        self.changes.new_facts.append(fact)
+        self._touched.add(fact.id)
+        self.record_source(fact, prov)
+        return fact
 
-    def begin(self, version: int) -> None:
-        """Called inside BEGIN IMMEDIATE: forget everything if another connection has committed since."""
-        if version != self.version:
-            self.drop()
-            self.version = version
+    def set_status(self, fact: StoredFact, status: str, superseded_by: int | None = None) -> None:
+        """Change a fact's status (and what superseded it)."""
+        fact.status, fact.superseded_by, fact.updated_at = status, superseded_by, self.at
+        if fact.id not in self._touched:
+            self._touched.add(fact.id)
+            self.changes.changed_facts.append(fact)
 
-    def trim(self) -> None:
-        """Called after COMMIT: keep at most ``limit`` keys (a big batch may have added many)."""
-        if len(self.keys) > self.limit:
-            for key in list(islice(self.keys, len(self.keys) - self.limit)):
-                del self.keys[key]
+    def record_source(self, fact: StoredFact, prov: Provenance) -> None:
+        """Record that ``prov``'s source states this fact (replacing that source's earlier record on it)."""
+        fact.provenance = [p for p in fact.provenance if p.source_id != prov.source_id] + [prov]
+        self.changes.provenance.append(("put", fact.id, prov))
 
-    def drop(self) -> None:
-        self.keys.clear()
-        self.next_id = self.version = None
+    def withdraw(self, fact: StoredFact, source_id: str) -> None:
+        """The source no longer backs this fact (it moved to another value); its record stays."""
+        for prov in fact.provenance:
+            if prov.source_id == source_id:
+                prov.withdrawn_at = self.at
+        self.changes.provenance.append(("withdraw", fact.id, source_id, self.at))
 
 
 class _SQLiteTransaction:
     """FactTransaction on one SQLite connection inside BEGIN IMMEDIATE."""
 
-    def __init__(self, conn: sqlite3.Connection, cache: _KeyCache):
+    def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
-        self._cache = cache
+        self._last_id: int | None = None
 
     def load_keys(self, keys: Sequence[LockKey]) -> dict[LockKey, list[StoredFact]]:
-        """Cached keys come from memory; the rest are queried, with only the columns decisions need
-        (timestamps and evidence are left empty). The returned lists are the cache's own."""
-        found: dict[LockKey, list[StoredFact]] = {}
-        cached = self._cache.keys if self._cache.limit else {}
-        missing = []
-        for key in keys:
-            rows = cached.get(key)
-            if rows is None:
-                missing.append(key)
-                rows = cached[key] = []
-            found[key] = rows
-        for start in range(0, len(missing), _KEYS_PER_QUERY):
-            chunk = missing[start:start + _KEYS_PER_QUERY]
-            params: list = []
-            for n, key in enumerate(chunk):
-                params += (n, *key)
-            params += (-1, "", "", "", "") * (_KEYS_PER_QUERY - len(chunk))
-            collect_facts(self._conn.execute(_LOAD_SQL, params), chunk, found)
-        return found
+        """Every fact of each key, oldest first, with provenance (one query for all keys)."""
+        if not keys:
+            return {}
+        return facts_by_key(keys, self._conn.execute(_LOAD_SQL, (json.dumps(keys),)).fetchall())
 
     def new_fact_id(self) -> int:
-        cache = self._cache
-        if cache.next_id is None:
-            cache.next_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM facts").fetchone()[0]
-        cache.next_id += 1
-        return cache.next_id
+        """The next id after the largest stored (safe: BEGIN IMMEDIATE keeps other writers out)."""
+        if self._last_id is None:
+            self._last_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM facts").fetchone()[0]
+        self._last_id += 1
+        return self._last_id
 
     def save(self, changes: Changes) -> None:
         save_changes(self._conn.executemany, changes)
 
 
 class SQLiteFactStore:
-    """FactStore on SQLite: WAL journal, a busy timeout, BEGIN IMMEDIATE writes, one connection per thread.
+    """FactStore on SQLite, safe for several threads and processes writing one file (see ``_connect``).
 
     ``path`` may be ``":memory:"`` (one shared connection, for quick experiments) or a file
-    path; a file store can be shared by threads and processes. Each thread's connection is
-    kept until ``close()``. ``synchronous = NORMAL``: a committed write survives a killed
-    process; only a power cut can lose the last few commits.
-
-    ``cache_keys``: each connection remembers the rows of up to this many recently decided
-    keys (about 0.5 KB each), so a replay or a paraphrase of a recent statement is decided
-    without a query; the memory is dropped whenever another connection (another thread or
-    process) has committed, or a write fails. ``0`` turns it off.
+    path; each thread gets its own connection, kept until ``close()``. A committed write
+    survives a killed process; only a power cut can lose the last few commits.
     """
 
-    def __init__(self, path: str, *, timeout: float = 30.0, cache_keys: int = 50_000):
+    def __init__(self, path: str, *, timeout: float = 30.0):
         self.path = str(path)
         self.timeout = timeout
-        self.cache_keys = max(0, int(cache_keys))
-        self._caches: dict[int, _KeyCache] = {}
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -392,27 +358,29 @@ class SQLiteFactStore:
         self._shared: sqlite3.Connection | None = None
         self._guard = threading.RLock() if self._memory else None
         self._closed = False
-        self._migrate()
+        with self.transaction() as _:
+            apply_migrations(self._conn(), "schema_migrations", MIGRATIONS)
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection set up so threads and processes can share the file (each setting says why)."""
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                    check_same_thread=False)
-            if not self._memory:
+            if not self._memory:  # WAL: a write goes to a log file first, so readers never wait for it
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
-                    raise FactStoreError(f"{self.path} refused WAL mode (got {mode!r}); put the database on a "
-                                         "local disk, not a network share")
+                    raise FactStoreError(f"{self.path} refused WAL mode (got {mode!r}); put the database on "
+                                         "a local disk, not a network share")
+            # a write that finds the file locked by another writer waits up to ``timeout`` instead of failing
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")  # PRAGMA takes no parameters
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA cache_size = -65536")
+            conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: a killed process loses no commit
+            conn.execute("PRAGMA cache_size = -65536")  # keep up to 64 MB of the file's pages in memory
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as err:
-            raise FactStoreError(f"could not open the fact database {self.path}: {err}; check that the folder "
-                                 "exists and is writable") from None
+            raise FactStoreError(f"could not open the fact database {self.path}: {err}; check that the "
+                                 "folder exists and is writable") from None
         with self._all_lock:
             self._all.append(conn)
-            self._caches[id(conn)] = _KeyCache(self.cache_keys)
         return conn
 
     def _conn(self) -> sqlite3.Connection:
@@ -427,20 +395,6 @@ class SQLiteFactStore:
             conn = self._local.conn = self._connect()
         return conn
 
-    def _migrate(self) -> None:
-        with self.transaction() as _:
-            conn = self._conn()
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                         "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            for version, name, statements in MIGRATIONS:
-                if version in done:
-                    continue
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                             (version, name, now().isoformat()))
-
     def schema_version(self) -> int:
         """The highest migration applied to this database."""
         row = self._read("SELECT MAX(version) FROM schema_migrations", ())
@@ -448,7 +402,7 @@ class SQLiteFactStore:
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_SQLiteTransaction]:
-        """BEGIN IMMEDIATE ... COMMIT; SQLite's write lock covers every key, so ``lock_keys`` is not needed."""
+        """BEGIN IMMEDIATE ... COMMIT; SQLite's one write lock covers every key (``lock_keys`` is unused)."""
         conn = self._conn()
         with self._guard or nullcontext():
             if conn.in_transaction:
@@ -457,22 +411,18 @@ class SQLiteFactStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:
-                raise FactStoreError(f"could not start a write on {self.path} within {self.timeout}s ({err}); "
-                                     "another process holds the write lock - retry, or raise timeout") from None
-            cache = self._caches[id(conn)]
+                raise FactStoreError(f"could not start a write on {self.path} within {self.timeout}s "
+                                     f"({err}); another process holds the write lock - retry, or raise "
+                                     "timeout") from None
             try:
-                cache.begin(conn.execute("PRAGMA data_version").fetchone()[0])
-                yield _SQLiteTransaction(conn, cache)
+                yield _SQLiteTransaction(conn)
                 conn.execute("COMMIT")
-                cache.trim()
             except sqlite3.Error as err:
-                cache.drop()
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise FactStoreError(f"a write to {self.path} failed and was rolled back ({err}); nothing from "
-                                     "this transaction was stored - retry it") from None
+                raise FactStoreError(f"a write to {self.path} failed and was rolled back ({err}); nothing "
+                                     "from this transaction was stored - retry it") from None
             except BaseException:
-                cache.drop()
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
@@ -484,7 +434,7 @@ class SQLiteFactStore:
 
     def read_facts(self, user_id: str, statuses: Sequence[str]) -> list[StoredFact]:
         """One user's facts with the given statuses (ordered by subject, attribute, id)."""
-        return _group(self._read(read_facts_sql(len(statuses)), (user_id, *statuses)))
+        return facts_from_rows(self._read(read_facts_sql(len(statuses)), (user_id, *statuses)))
 
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
@@ -496,5 +446,4 @@ class SQLiteFactStore:
             for conn in self._all:
                 conn.close()
             self._all.clear()
-            self._caches.clear()
         self._closed = True

@@ -38,6 +38,7 @@ from typing import Any, Iterator, Protocol, Sequence
 from helpers.clock import now
 from helpers.errors import WorkshopError
 from helpers.history import split_turns
+from helpers.migrations import apply_migrations
 from helpers.session import ChatSession
 
 SCHEMA_TABLE = "session_schema"
@@ -538,15 +539,7 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
-                         "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-            done = {row[0] for row in conn.execute(f"SELECT version FROM {SCHEMA_TABLE}")}
-            for version, name, statements in MIGRATIONS:
-                if version not in done:
-                    for statement in statements:
-                        conn.execute(statement)
-                    conn.execute(f"INSERT INTO {SCHEMA_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
-                                 (version, name, now().isoformat()))
+            apply_migrations(conn, SCHEMA_TABLE, MIGRATIONS)
 
     # -- plumbing
     @property
