@@ -29,7 +29,6 @@ import numpy as np
 
 from helpers.client import chat
 from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, data_file, embed_texts, local_embed
-
 from helpers.errors import WorkshopError, WorkshopWarning
 
 KB_FILE = "campus_kb.jsonl"
