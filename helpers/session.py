@@ -46,7 +46,8 @@ SESSION_SYSTEM_PROMPT = (
 class SimpleSession:
     """The smallest multi-turn session: one message list on ``self``, trimmed by whole turns."""
 
-    def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, max_turns: int | None = None, **agent_options):
+    def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, max_turns: int | None = None,
+                 **agent_options):
         self.system_prompt = system_prompt
         self.max_turns = max_turns  # how many turns stay in memory (None: all of them)
         self.agent_options = agent_options  # for run_agent: client, tools, verbose, ...

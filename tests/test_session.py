@@ -2,7 +2,7 @@ import pytest
 
 from helpers.client import EndpointError
 from helpers.history import find_problems, split_turns
-from helpers.session import ChatSession
+from helpers.session import ChatSession, SimpleSession
 
 from scripted import ScriptedServer, tool_call
 
@@ -278,3 +278,61 @@ def test_an_answer_with_unusable_usage_is_kept_and_the_count_skipped(usage):
     session = ChatSession(client=client, settings=load_settings("offline"), max_tokens=5_000)
     assert session.chat("hello?") == "hi"
     assert session.turn_ids == [0] and session.stats.prompt_tokens == []
+
+
+# ---------------------------------------------------------------- SimpleSession: the core notebook 07 builds
+
+def test_simple_session_holds_the_conversation_and_forgets_on_reset():
+    session = SimpleSession()
+    answers = [session.chat(q) for q in CLASSIC]
+    assert "3 days" in answers[1]
+    assert "sooner" in answers[3] and answers[3].index("Tuesday") < answers[3].index("Thursday")
+    assert find_problems(session.messages) == [] and len(split_turns(session.messages)[1]) == 4
+    session.reset()
+    assert session.messages == [{"role": "system", "content": session.system_prompt}]
+    assert "don't know" in session.chat(CLASSIC[1])
+
+
+def test_the_list_is_the_whole_memory_of_a_simple_session():
+    told = SimpleSession()
+    told.chat(CLASSIC[0])
+    stranger = SimpleSession()
+    stranger.messages = list(told.messages)  # never asked anything, but given the list
+    assert "3 days" in stranger.chat(CLASSIC[1])
+
+
+def test_simple_session_keeps_the_newest_whole_turns():
+    session = SimpleSession(max_turns=2)
+    for question in ["When does the AI club meet?", "And when are the faculty office hours?",
+                     "Where can I print a poster?"]:
+        session.chat(question)
+        assert find_problems(session.messages + [{"role": "user", "content": "next"}]) == []
+    system, turns = split_turns(session.messages)
+    assert system[0]["content"] == session.system_prompt
+    assert [turn[0]["content"] for turn in turns] == ["And when are the faculty office hours?",
+                                                      "Where can I print a poster?"]
+    assert "don't know" in session.chat("Which of those two is sooner?")  # the AI club turn scrolled out
+
+
+def test_a_failed_simple_turn_leaves_the_list_as_it_was():
+    server = ScriptedServer([{"content": "hello"},
+                             {"tool_calls": [tool_call("days_until_weekday", {"weekday": "Thu"}, "a")]}, 503])
+    session = SimpleSession(**server.kwargs())
+    session.chat("hi")
+    before = list(session.messages)
+    with pytest.raises(EndpointError):
+        session.chat("how many days until Thursday?")
+    assert session.messages == before
+
+
+def test_simple_and_chat_sessions_send_the_same_requests_with_max_turns():
+    questions = ["one", "two", "three", "four"]
+    sent = []
+    for make in (SimpleSession, ChatSession):
+        server = ScriptedServer([{"content": f"answer {q}"} for q in questions])
+        session = make(max_turns=2, **server.kwargs())
+        for question in questions:
+            session.chat(question)
+        sent.append([request["messages"] for request in server.requests])
+    assert sent[0] == sent[1]
+    assert [m["content"] for m in sent[0][-1] if m["role"] == "user"] == ["two", "three", "four"]
