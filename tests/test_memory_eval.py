@@ -1,17 +1,8 @@
-"""The memory evaluation (benchmarks/memory_eval.py): what it counts, on a short generated conversation."""
-import importlib.util
-import sys
-from pathlib import Path
-
+"""The memory evaluation (helpers/memory/evaluation.py): what it counts, on a short generated conversation."""
 import pytest
 
+from helpers.memory import evaluation as memory_eval
 from helpers.memory.convgen import Probe, generate
-
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "memory_eval.py"
-_SPEC = importlib.util.spec_from_file_location("memory_eval", _PATH)
-memory_eval = importlib.util.module_from_spec(_SPEC)
-sys.modules["memory_eval"] = memory_eval  # dataclasses look their module up while the file runs
-_SPEC.loader.exec_module(memory_eval)
 
 PROBE = Probe(40, "What's my locker number?", "locker number", "5502", ("4471",), (30,))
 
