@@ -90,17 +90,18 @@ class SessionStats:
     """Per-request numbers for plots: reported prompt tokens and what was estimated beforehand."""
 
     prompt_tokens: list[int] = field(default_factory=list)
-    estimated_tokens: list[int] = field(default_factory=list)  # ledger: exact where known, estimates elsewhere
+    estimated_tokens: list[int] = field(default_factory=list)  # ledger: exact where known, else estimated
     naive_tokens: list[int] = field(default_factory=list)  # approx_tokens for every message, no ledger
     turn_of_request: list[int] = field(default_factory=list)
 
 
 class ChatSession:
-    """A conversation whose memory is one message list, trimmed by whole turns.
+    """SimpleSession hardened: rollback, streaming, a token budget, undo, snapshots and memory hooks.
 
     ``max_turns`` is how many earlier turns are remembered when a new question arrives
-    (the request carries them plus the new turn); ``max_tokens`` caps the request the
-    same way, by exactly counted tokens.
+    (the request carries them plus the new turn), so it sends what ``SimpleSession``
+    sends. ``max_tokens`` caps the request the same way, counted by a usage ledger: exact
+    for messages the server has counted before, estimated for new ones.
 
     ``memory`` (a ``MemoryAssembler``) switches to assembled requests: ``max_turns`` (or
     ``memory.window_turns``) is the sliding window whose dropped turns feed the summary,
@@ -111,11 +112,11 @@ class ChatSession:
                  max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,
                  registry=None, max_steps: int = MAX_STEPS, verbose: bool = False, memory=None):
         if max_turns is not None and not _whole_number_from_1(max_turns):
-            raise ConfigError(f"max_turns must be a whole number of at least 1 (got {max_turns!r}), or None for "
-                              "no limit; the newest turn is always kept")
+            raise ConfigError(f"max_turns must be a whole number of at least 1 (got {max_turns!r}), or None "
+                              "for no limit; the newest turn is always kept")
         if max_tokens is not None and not _whole_number_from_1(max_tokens):
-            raise ConfigError(f"max_tokens must be a positive whole number (got {max_tokens!r}), or None for no "
-                              "limit")
+            raise ConfigError(f"max_tokens must be a positive whole number (got {max_tokens!r}), or None for "
+                              "no limit")
         tool_schemas(tools, registry)  # an unknown tool name is reported now, not at the first question
         self.system_prompt = system_prompt
         self.max_turns, self.max_tokens = max_turns, max_tokens
@@ -215,10 +216,12 @@ class ChatSession:
             raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages")
         problems = session._index.validate() if state["messages"] else []
         if problems:
-            raise ValueError("session snapshot holds a message list a server would reject: " + "; ".join(problems))
+            raise ValueError("session snapshot holds a message list a server would reject: "
+                             + "; ".join(problems))
         session._next_id = int(state["next_id"])
         session.turns = [TurnRecord(**t) for t in state.get("turns", [])]
-        session.dropped = [DroppedTurn(d["turn_id"], d["messages"], d["tokens"]) for d in state.get("dropped", [])]
+        session.dropped = [DroppedTurn(d["turn_id"], d["messages"], d["tokens"])
+                           for d in state.get("dropped", [])]
         session.restore_memory_state(state.get("memory") or {})
         return session
 
@@ -229,14 +232,17 @@ class ChatSession:
 
     def _trim(self, reserve: int = 0) -> list[DroppedTurn]:
         dropped = []
-        max_turns = self.max_turns if self.max_turns is not None or self.memory is None else self.memory.window_turns
+        max_turns = self.max_turns
+        if max_turns is None and self.memory is not None:
+            max_turns = self.memory.window_turns
         if max_turns is not None:
             dropped += self._index.trim_to_turns(max_turns).dropped
         if self.max_tokens is not None and self.memory is None:  # with memory, the assembler keeps the budget
             dropped += self._index.trim_to_budget(max(self.max_tokens - reserve, 0)).dropped
         for turn in dropped:
             turn.turn_id = self._session_id(turn.turn_id)
-            self._say(f"memory  dropped turn {turn.turn_id} ({len(turn.messages)} messages, {turn.tokens} tokens)")
+            self._say(f"memory  dropped turn {turn.turn_id} ({len(turn.messages)} messages, "
+                      f"{turn.tokens} tokens)")
         self.dropped += dropped
         return dropped
 
@@ -303,7 +309,8 @@ class ChatSession:
             self.ledger.record(working[:sent], response.usage.prompt_tokens)
             self.stats.prompt_tokens.append(response.usage.prompt_tokens)
             self.stats.estimated_tokens.append(estimate)
-            self.stats.naive_tokens.append(sum(approx_tokens(m) for m in working[:sent]) + self.ledger.overhead)
+            naive = sum(approx_tokens(m) for m in working[:sent]) + self.ledger.overhead
+            self.stats.naive_tokens.append(naive)
             self.stats.turn_of_request.append(turn_number)
 
         result: AgentResult = yield from agent_turn(
@@ -330,7 +337,8 @@ class ChatSession:
 
         def record(sent: int, response) -> None:
             self.stats.prompt_tokens.append(response.usage.prompt_tokens)
-            self.stats.estimated_tokens.append(assembly.report.total + sum(map(self.memory.count, working[base:sent])))
+            added = sum(map(self.memory.count, working[base:sent]))
+            self.stats.estimated_tokens.append(assembly.report.total + added)
             self.stats.turn_of_request.append(turn_number)
 
         result: AgentResult = yield from agent_turn(
@@ -348,7 +356,8 @@ class ChatSession:
         for message in self.messages:
             role = message["role"]
             if message.get("tool_calls"):
-                body = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in message["tool_calls"])
+                body = ", ".join(f"{c['function']['name']}({c['function']['arguments']})"
+                                 for c in message["tool_calls"])
                 body = "calls " + body
             else:
                 body = str(message.get("content") or "")
