@@ -37,7 +37,8 @@ def _check_settings(vllm_settings) -> str:
         with _environment(**{KEY_NAME: key, "WORKSHOP_BACKEND": None, "WORKSHOP_BASE_URL": None,
                              "WORKSHOP_CHAT_MODEL": None}):
             for base_url, model in _SERVERS:
-                situation = "when NVIDIA_API_KEY is set" if with_key else "without a key"
+                situation = ("when NVIDIA_API_KEY is set" if with_key
+                             else "with no NVIDIA_API_KEY in the environment")
                 try:
                     settings = vllm_settings(base_url, model)
                 except ConfigError as error:
