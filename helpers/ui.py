@@ -28,10 +28,12 @@ from helpers.facts.writer import FactMemory, format_facts
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
            "background:{bg};{align}'><b>{who}</b> {text}</div>")
-# The transcript: a flex column in reverse, whose one child holds the messages in reading order. A browser
-# opens such a box scrolled to its end, so every redraw shows the newest message (JupyterLab, Notebook 7, Colab).
-_SCROLL_BOX = ("<div class='chat-transcript' style='display:flex;flex-direction:column-reverse;overflow-y:auto;"
-               "max-height:360px;border:1px solid #ddd;padding:4px'><div>{messages}</div></div>")
+# The transcript: a flex column in reverse, whose one child holds the messages in reading order.
+# A browser opens such a box scrolled to its end, so every redraw shows the newest message
+# (JupyterLab, Notebook 7 and Colab alike).
+_SCROLL_BOX = ("<div class='chat-transcript' style='display:flex;flex-direction:column-reverse;"
+               "overflow-y:auto;max-height:360px;border:1px solid #ddd;padding:4px'>"
+               "<div>{messages}</div></div>")
 PANES = ("Turns kept", "Dropped by trimming", "Summary / profile", "Facts")
 
 
@@ -42,11 +44,12 @@ def _inner(session: Any) -> Any:
 
 def _store_closed(session: Any) -> bool:
     """True when the session, or the store it saves to, has been closed."""
-    return bool(getattr(session, "closed", False) or getattr(getattr(session, "store", None), "closed", False))
+    store = getattr(session, "store", None)
+    return bool(getattr(session, "closed", False) or getattr(store, "closed", False))
 
 
 def _describe(err: BaseException) -> str:
-    """An error as one line: a failed save's own message ("Not saved: ..."), otherwise its type and message."""
+    """An error as one line: a failed save's own message ("Not saved: ..."), else its type and message."""
     text = str(err)
     return text if text.startswith("Not saved:") else f"{type(err).__name__}: {text}"
 
@@ -81,7 +84,7 @@ class ChatUI:
         self.facts = facts
         self.user_id = user_id or getattr(session, "user_id", None)
         self.stream = hasattr(_inner(session), "stream") if stream is None else stream
-        self.on_turn = on_turn  # called with (question, answer) after each completed turn, e.g. to learn facts
+        self.on_turn = on_turn  # called with (question, answer) after each completed turn, e.g. to add facts
         self.last_error: str | None = None
         self.transcript = widgets.HTML()
         # The box's value follows every keystroke; only Enter (a "submit" message) or Send sends it.
@@ -137,7 +140,7 @@ class ChatUI:
         return answer
 
     def undo(self) -> bool:
-        """Forget the newest turn (saved too, for a PersistentSession); False when it failed (see the status)."""
+        """Forget the newest turn (saved too, for a PersistentSession); False when it failed."""
         if self._refuse_if_closed():
             return False
         try:
@@ -178,7 +181,7 @@ class ChatUI:
             self.status.value = f"<span style='color:#b00'>{html.escape(self.last_error)}</span>"
 
     def _show_error(self, prefix: str, err: BaseException) -> None:
-        """Say what failed in the status line, then redraw everything from the session (memory is the truth)."""
+        """Say what failed in the status line, then redraw everything from the session (what memory holds)."""
         self.last_error = _describe(err)
         shown = self.last_error if self.last_error.startswith("Not saved:") else prefix + self.last_error
         self.status.value = f"<span style='color:#b00'>{html.escape(shown)}</span>"
@@ -188,7 +191,7 @@ class ChatUI:
             self.status.value += f"<br><span style='color:#b00'>{html.escape(_describe(again))}</span>"
 
     def _refuse_if_closed(self) -> bool:
-        """When the store is closed, say so in the window and return True (the caller then changes nothing)."""
+        """When the store is closed, say so in the window and return True (the caller changes nothing)."""
         if not _store_closed(self.session):
             return False
         self.last_error = ("This window's session store is closed, so nothing can be saved. Open the store "
@@ -242,7 +245,8 @@ class ChatUI:
         """What each memory pane shows, as plain text."""
         inner = _inner(self.session)
         records = {t.turn_id: t.question for t in inner.turns}
-        kept = "\n".join(f"turn {i}: {records.get(i, '(no record)')}" for i in inner.turn_ids) or "nothing yet"
+        kept = "\n".join(f"turn {i}: {records.get(i, '(no record)')}"
+                         for i in inner.turn_ids) or "nothing yet"
         dropped = "\n".join(f"turn {d.turn_id}: {records.get(d.turn_id, '')} ({d.tokens} tokens)"
                             for d in inner.dropped) or "nothing dropped"
         extra = _describe_memory(inner)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare the browser test (tests/test_browser.py): Debian's Chromium and the Playwright client.
 #
-# - Installs Debian's `chromium` (apt-get update + apt-get install -y chromium) when /usr/bin/chromium is missing.
+# - Installs Debian's `chromium` (apt-get update, apt-get install -y chromium) when /usr/bin/chromium
+#   is missing.
 #   Playwright's own browser download (`playwright install`) is not used: the test drives this Chromium
 #   through executable_path.
 # - Installs Playwright from PyPI at the version pinned in requirements-dev.txt when it is not importable.
@@ -14,7 +15,8 @@ say() { echo "setup_browser: $*" >&2; }
 
 if [ ! -x "$CHROMIUM" ]; then
     if [ "$(id -u)" -ne 0 ]; then
-        say "Chromium is not installed and installing it needs root: run 'sudo apt-get install -y chromium' first"
+        say "Chromium is not installed and installing it needs root:" \
+            "run 'sudo apt-get install -y chromium' first"
         exit 1
     fi
     say "installing Chromium from Debian (a minute or two)"

@@ -1,4 +1,4 @@
-"""The notebooks as a person sees them: Notebook 7 in headless Chromium, Run All on every notebook, then the chat.
+"""The notebooks as a person sees them: Notebook 7 in headless Chromium, Run All everywhere, then the chat.
 
 A Jupyter server runs on 127.0.0.1 (a free port, a token) from a scratch copy of notebooks/, with the test
 environment of tests/workshop_env.py (offline, frozen clock, no prompt). Playwright drives Debian's Chromium
@@ -46,8 +46,9 @@ NOISE = {
     # request that leaves 127.0.0.1, and Chromium logs the blocked load.
     "blocked external resource": re.compile(r"^Failed to load resource: net::ERR_FAILED$"),
     # Notebook 7's keyboard-shortcut plugin reads the schema of a plugin that is not loaded yet, now and then.
-    "shortcut settings race": re.compile(r"^uncaught page error: TypeError: Cannot read properties of undefined "
-                                         r"\(reading 'schema'\)\n    at \S+/static/notebook/notebook_core\."),
+    "shortcut settings race": re.compile(r"^uncaught page error: TypeError: Cannot read properties of "
+                                         r"undefined \(reading 'schema'\)\n"
+                                         r"    at \S+/static/notebook/notebook_core\."),
 }
 
 try:
@@ -134,7 +135,8 @@ def jupyter(tmp_path_factory):
     try:
         for _ in range(600):  # until the server answers (a few seconds)
             if server.poll() is not None:
-                pytest.fail(f"the Jupyter server exited with {server.returncode}; see {scratch / 'server.log'}")
+                pytest.fail(f"the Jupyter server exited with {server.returncode}; "
+                            f"see {scratch / 'server.log'}")
             try:
                 urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1).close()
                 break
@@ -219,8 +221,8 @@ def _run_all(page):
         page.screenshot(path=str(ARTIFACTS / "run-all-timeout.png"), full_page=True)
         waiting = page.evaluate("""() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
                                          .map(p => p.textContent).filter(t => t.includes('*'))""")
-        raise AssertionError(f"Run All did not finish within {STEP_TIMEOUT_MS / 1000:.0f} s; prompts: {waiting}") \
-            from None
+        raise AssertionError(f"Run All did not finish within {STEP_TIMEOUT_MS / 1000:.0f} s; "
+                             f"prompts: {waiting}") from None
     assert page.locator(".jp-Stdin").count() == 0, \
         f"the notebook stopped at a prompt: {page.locator('.jp-Stdin').first.inner_text()!r}"
     _wait_idle(page)
@@ -234,7 +236,8 @@ def _wait_all_ran(page):
     # Run All marks every code cell "[*]" at once; it is over when none is left waiting, or a prompt for input
     # appears. (It stops early at an error, leaving "[ ]" cells: the checks after this report the error.)
     page.wait_for_function("""() => !!document.querySelector('.jp-Stdin') ||
-        ![...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => p.textContent.includes('*'))""")
+        ![...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+            .some(p => p.textContent.includes('*'))""")
 
 
 def _committed(name):
@@ -253,8 +256,8 @@ def _check_outputs(page, name):
     tracebacks = [t for t in page.locator(".jp-OutputArea-output").all_text_contents() if "Traceback" in t]
     assert not tracebacks, f"{name}: a traceback on screen: {tracebacks[0][:3000]}"
     # text_content, not inner_text: cells scrolled out of view are not laid out, and have no inner text.
-    shown = [t.strip() for t in
-             page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_text_contents()]
+    stderr_outputs = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    shown = [t.strip() for t in stderr_outputs.all_text_contents()]
     unexpected = [t for t in shown if t not in stderr or "Traceback" in t]
     assert not unexpected, f"{name}: stderr output the committed notebook does not have: {unexpected}"
     body = page.locator(".jp-Notebook").text_content()
@@ -270,7 +273,8 @@ def _check_outputs(page, name):
         pass
     drawn, shown_widgets = page.evaluate(counts)
     assert drawn == images, f"{name}: {drawn} plots drawn as images, the committed notebook has {images}"
-    assert shown_widgets == widgets, f"{name}: {shown_widgets} widgets on screen, the committed notebook has {widgets}"
+    assert shown_widgets == widgets, \
+        f"{name}: {shown_widgets} widgets on screen, the committed notebook has {widgets}"
 
 
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if not n.startswith("11_")])
@@ -280,7 +284,8 @@ def test_run_all_shows_no_error_and_draws_every_plot(browser, jupyter, name):
     page = _open(context, console, jupyter, name)
     opened = time.monotonic()
     _run_all(page)
-    print(f"\n{name}: opened in {opened - started:.1f} s, Run All in {time.monotonic() - opened:.1f} s", end="")
+    print(f"\n{name}: opened in {opened - started:.1f} s, Run All in {time.monotonic() - opened:.1f} s",
+          end="")
     _check_outputs(page, name)
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
     errors = console.take_errors()
@@ -289,9 +294,9 @@ def test_run_all_shows_no_error_and_draws_every_plot(browser, jupyter, name):
 
 
 QUESTIONS = ["When does the AI club meet?", "How many days until that?", "Where can I print a poster?",
-             "When is the library open?", "And when are the faculty office hours?", "How many days until that?",
-             "When does the robotics club meet?", "How many days until that?", "Where can I print a poster?",
-             "When does the AI club meet?"]
+             "When is the library open?", "And when are the faculty office hours?",
+             "How many days until that?", "When does the robotics club meet?", "How many days until that?",
+             "Where can I print a poster?", "When does the AI club meet?"]
 
 
 class Chat:
@@ -317,7 +322,8 @@ class Chat:
         self.page.wait_for_function(
             """([n]) => { const box = document.querySelector('.chat-transcript');
                           const empty = box && box.querySelector(':scope > div > i');
-                          return box && (empty ? 0 : box.querySelectorAll(':scope > div > div').length) === n; }""",
+                          const count = empty ? 0 : box.querySelectorAll(':scope > div > div').length;
+                          return box && count === n; }""",
             arg=[messages])
         _wait_idle(self.page)
 
@@ -336,7 +342,8 @@ class Chat:
         return self.page.evaluate("""() => {
             const box = document.querySelector('.chat-transcript');
             const bubbles = box.querySelectorAll(':scope > div > div');
-            const last = bubbles[bubbles.length - 1].getBoundingClientRect(), frame = box.getBoundingClientRect();
+            const last = bubbles[bubbles.length - 1].getBoundingClientRect();
+            const frame = box.getBoundingClientRect();
             const inBox = last.top >= frame.top - 1 && last.bottom <= frame.bottom + 1;
             const inView = last.top >= 0 && last.bottom <= window.innerHeight;
             return {inBox, inView, scrolls: box.scrollHeight > box.clientHeight};
@@ -386,7 +393,8 @@ def test_lesson_11_chat_window_works_after_run_all(browser, jupyter):
     assert where["scrolls"], "ten turns should overflow the transcript box, or the check above proves nothing"
     assert chat.status.inner_text() == "", chat.status.inner_text()
 
-    target = SCREENSHOT if os.environ.get("WORKSHOP_UPDATE_SCREENSHOTS") == "1" else ARTIFACTS / SCREENSHOT.name
+    update = os.environ.get("WORKSHOP_UPDATE_SCREENSHOTS") == "1"
+    target = SCREENSHOT if update else ARTIFACTS / SCREENSHOT.name
     target.parent.mkdir(parents=True, exist_ok=True)
     chat.window.screenshot(path=str(target))
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)

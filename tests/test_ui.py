@@ -260,6 +260,6 @@ def test_any_error_in_a_button_action_is_shown_in_the_window(monkeypatch):
     monkeypatch.setattr(ui.session, "undo", broken)
     ui.undo_button.click()
     assert "Not undone - RuntimeError: the undo log is unreadable" in ui.status.value
-    monkeypatch.setattr(ui, "refresh", lambda **kwargs: 1 / 0)  # even a failing redraw reaches the status line
+    monkeypatch.setattr(ui, "refresh", lambda **kwargs: 1 / 0)  # a failing redraw reaches the status line too
     ui.reset_button.click()
     assert "ZeroDivisionError" in ui.status.value
