@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.sessions import basic
 from helpers.sessions import store as store_module
 from helpers.facts.writer import Candidate, FactMemory
 from helpers.facts.store import SQLiteFactStore
@@ -84,7 +85,54 @@ def test_save_and_load_round_trip_restores_the_exact_snapshot(store, db):
 def test_resumed_session_resolves_a_follow_up_from_the_stored_turns(store):
     store.save("ada", "s1", chatted([CLUB]))
     resumed = store.load("ada", "s1")
-    assert "3 days" in resumed.chat(UNTIL)
+    assert "Thursday 18:00 is" in resumed.chat(UNTIL)  # the AI club, from the stored turn
+
+
+# --- the readable core notebook 11 builds (helpers/sessions/basic.py) and what the store keeps of it ------------
+
+def test_the_basic_table_and_the_store_restore_the_same_snapshot(store, tmp_path):
+    session = NotingSession(max_turns=1)
+    for question in [CLUB, *OTHERS]:
+        session.chat(question)
+    db = basic.open_db(tmp_path / "basic.db")
+    basic.save_session(db, "ada", "s1", session)
+    store.save("ada", "s1", session)
+    from_basic = basic.load_session(db, "ada", "s1")
+    from_store = store.load("ada", "s1")
+    assert from_basic.snapshot() == from_store.snapshot()
+    assert store.load_state("ada", "s1").state == session.snapshot()
+    assert from_basic.chat(UNTIL) == from_store.chat(UNTIL)
+    db.close()
+
+
+def test_basic_save_replaces_the_stored_snapshot_and_load_resumes_it(tmp_path):
+    db = basic.open_db(tmp_path / "basic.db")
+    session = ChatSession()
+    basic.chat_and_save(db, "ada", "s1", session, CLUB)
+    basic.chat_and_save(db, "ada", "s1", session, OTHERS[0])
+    db.close()
+    db = basic.open_db(tmp_path / "basic.db")  # a new connection, as after a restart
+    assert db.execute("SELECT COUNT(*) FROM saved_sessions").fetchone()[0] == 1
+    resumed = basic.load_session(db, "ada", "s1")
+    assert [t.question for t in resumed.turns] == [CLUB, OTHERS[0]]
+    assert basic.load_session(db, "bo", "s1") is None and basic.load_session(db, "ada", "s2") is None
+    db.close()
+
+
+def test_basic_chat_and_save_saves_nothing_when_the_turn_fails(tmp_path, monkeypatch):
+    db = basic.open_db(tmp_path / "basic.db")
+    session = ChatSession()
+    basic.chat_and_save(db, "ada", "s1", session, CLUB)
+    stored = db.execute("SELECT snapshot FROM saved_sessions").fetchone()[0]
+
+    def broken_endpoint(*args, **kwargs):
+        raise RuntimeError("endpoint down (simulated)")
+
+    monkeypatch.setattr("helpers.session.agent_turn", broken_endpoint)
+    with pytest.raises(RuntimeError):
+        basic.chat_and_save(db, "ada", "s1", session, UNTIL)
+    assert db.execute("SELECT snapshot FROM saved_sessions").fetchone()[0] == stored
+    db.close()
 
 
 def test_encoding_is_the_exact_inverse_of_decoding():
