@@ -6,8 +6,9 @@ import openai
 import pytest
 
 from helpers.config import load_settings
-from helpers.memory.summary import (RollingSummary, Summariser, SummaryError, SummaryWarning, format_turn_ids,
-                                    missing_facts, render_turn, summary_model, trim_summary_lines)
+from helpers.memory.summary import (RollingSummary, Summariser, SummaryError, SummaryWarning, fold,
+                                    format_turn_ids, missing_facts, render_turn, summary_model, summary_request,
+                                    trim_summary_lines)
 from helpers.standin.server import make_offline_client
 from helpers.standin.policy import summarise_conversation
 
@@ -181,7 +182,21 @@ def test_rule_drops_questions_before_statements_over_the_word_limit():
     turns = [(0, NAME), (1, CLUB), (2, turn("I prefer the north gate shuttle stop.", "Noted."))]
     text = summarise_conversation(rule_prompt(turns, limit=40))
     assert "[turn 1]" not in text and "[turn 0]" in text and "[turn 2]" in text
-    assert text.startswith("(Older turns were condensed away")
+    assert text.splitlines()[0] == "(Left out to stay within the word limit: turn 1.)"
+
+
+def test_rule_names_the_turns_it_left_out_and_carries_them_over():
+    # the note names exactly the turns that are gone (here questions), never the statements that survive
+    questions = [(i, turn(f"When does club number {i} meet this term?", "On Thursdays.")) for i in range(2, 6)]
+    first = summarise_conversation(rule_prompt([(0, NAME)] + questions, limit=40))
+    note, kept = first.splitlines()[0], first.splitlines()[1:]
+    assert note.startswith("(Left out to stay within the word limit: turns 2-")
+    assert kept[0].startswith("[turn 0]")
+    gone = [i for i in range(2, 6) if f"[turn {i}]" not in first]
+    assert gone and note == f"(Left out to stay within the word limit: turns {gone[0]}-{gone[-1]}.)"
+    second = summarise_conversation(rule_prompt([(7, CLUB)], previous=first, limit=40))
+    assert second.splitlines()[0].startswith(f"(Left out to stay within the word limit: turns {gone[0]}-")
+    assert "[turn 0]" in second
 
 
 def test_rule_appends_missing_facts_and_carries_them_over():
@@ -189,3 +204,19 @@ def test_rule_appends_missing_facts_and_carries_them_over():
     assert first.endswith("Pinned: 40 dollars")
     second = summarise_conversation(rule_prompt([(1, CLUB)], previous=first))
     assert second.endswith("Pinned: 40 dollars") and "[turn 0]" in second and "[turn 1]" in second
+
+
+def test_fold_sends_one_summary_request_and_covers_both_spans():
+    sent = []
+
+    def ask(messages):
+        sent.append(messages)
+        return "new summary"
+
+    previous = RollingSummary("old summary", [0, 1])
+    folded = fold(previous, [(3, CLUB), (2, NAME)], ask, keep=["40 dollars"], max_words=50)
+    assert folded == RollingSummary("new summary", [0, 1, 2, 3])
+    lines = render_turn(3, CLUB) + render_turn(2, NAME)
+    assert sent == [summary_request("old summary", lines, ["40 dollars"], 50)]
+    body = sent[0][1]["content"]
+    assert body.startswith("WORD LIMIT: 50\nPREVIOUS SUMMARY:\nold summary\nKEEP:\n- 40 dollars\nTURNS:\n")

@@ -1,10 +1,12 @@
 """A rolling summary of the turns a session's window has dropped (lesson 08).
 
-When the sliding window forgets turns, ``Summariser.summarise`` folds them into the
-running summary: one request with the previous summary, the dropped turns (each line
-tagged ``[turn N]``) and the facts the caller pinned. The summary is sent as its own
-system message, ``Summary of earlier turns (turns 0-5): ...``, never disguised as
-something the user said.
+The module opens with the core notebook 08 builds: ``summary_request`` writes the
+summariser's request (the previous summary, the facts to keep, the dropped turns, each
+line tagged ``[turn N]``) and ``fold`` sends it and returns the new running summary, which
+covers the previous summary's turns and the dropped ones. ``Summariser.summarise`` (used
+whenever turns leave a session's window) calls ``fold`` and adds the rest below. The
+summary is sent as its own system message, ``Summary of earlier turns (turns 0-5): ...``,
+never disguised as something the user said.
 
 Pinned ("keep") facts -- numbers, names, stated preferences and constraints -- must
 survive: after each reply, every pinned fact is looked for in the summary. If one is
@@ -22,7 +24,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from helpers.errors import WorkshopError, WorkshopWarning
 
@@ -34,9 +36,31 @@ SUMMARISER_PROMPT = (
     "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
     "reply with the new summary only, in at most the WORD LIMIT. Keep what the user said about themselves "
     "(names, numbers, goals, preferences, constraints) and the answers they were given; cite turn ids like "
-    "[turn 4]. Every fact listed under KEEP (and MISSING, if present) must appear word for word. Never invent "
-    "anything that is not in the turns."
+    "[turn 4]. Every fact listed under KEEP (and MISSING, if present) must appear word for word. "
+    "Never invent anything that is not in the turns."
 )
+
+
+def summary_request(previous: str, turn_lines: Sequence[str], keep: Sequence[str], max_words: int,
+                    missing: Sequence[str] = (), draft: str = "") -> list[dict]:
+    """The summariser's request: its instructions, the previous summary, the facts to keep, the turns."""
+    lines = [f"WORD LIMIT: {max_words}", "PREVIOUS SUMMARY:", previous or "(none)"]
+    lines += ["KEEP:"] + [f"- {fact}" for fact in keep]
+    if missing:  # a second attempt: show the draft and name what it left out
+        lines += ["DRAFT:", draft, "MISSING (your draft left these out; include each word for word):"]
+        lines += [f"- {fact}" for fact in missing]
+    lines += ["TURNS:"] + list(turn_lines)
+    return [{"role": "system", "content": SUMMARISER_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def fold(previous: "RollingSummary", turns: Sequence[tuple[int, Sequence[dict]]], ask: Callable,
+         keep: Sequence[str] = (), max_words: int = DEFAULT_MAX_WORDS,
+         max_turn_chars: int = 600) -> "RollingSummary":
+    """Fold dropped turns into the running summary with one request; the result covers both."""
+    lines = [line for turn_id, messages in turns for line in render_turn(turn_id, messages, max_turn_chars)]
+    text = ask(summary_request(previous.text, lines, keep, max_words))  # ask: messages -> the reply's text
+    covered = sorted(set(previous.turn_ids) | {turn_id for turn_id, _ in turns})
+    return RollingSummary(text, covered)
 
 
 class SummaryError(WorkshopError, RuntimeError):
@@ -88,7 +112,8 @@ def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) ->
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             names[call.get("id")] = function.get("name", "tool")
-            lines.append(f"[turn {turn_id}] tool call: {function.get('name')}({_flat(function.get('arguments'), 120)})")
+            arguments = _flat(function.get("arguments"), 120)
+            lines.append(f"[turn {turn_id}] tool call: {function.get('name')}({arguments})")
         if role == "tool":
             lines.append(f"[turn {turn_id}] tool {names.get(message.get('tool_call_id'), 'result')}: "
                          f"{_flat(content, 200)}")
@@ -169,15 +194,9 @@ class Summariser:
     def prompt(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
                keep: Sequence[str] = (), missing: Sequence[str] = (), draft: str = "") -> list[dict]:
         """The request: previous summary, pinned facts, the turns (and, on a re-ask, what was missing)."""
-        lines = [f"WORD LIMIT: {self.max_words}", "PREVIOUS SUMMARY:", previous.text or "(none)"]
-        lines += ["KEEP:"] + [f"- {fact}" for fact in keep]
-        if missing:
-            lines += ["DRAFT:", draft, "MISSING (your draft left these out; include each word for word):"]
-            lines += [f"- {fact}" for fact in missing]
-        lines.append("TURNS:")
-        for turn_id, messages in turns:
-            lines += render_turn(turn_id, messages, self.max_turn_chars)
-        return [{"role": "system", "content": SUMMARISER_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+        lines = [line for turn_id, messages in turns
+                 for line in render_turn(turn_id, messages, self.max_turn_chars)]
+        return summary_request(previous.text, lines, keep, self.max_words, missing, draft)
 
     def _ask(self, messages: list[dict]) -> str:
         from helpers.client import chat
@@ -196,12 +215,13 @@ class Summariser:
 
     def summarise(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
                   keep: Sequence[str] = ()) -> SummaryUpdate:
-        """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked (see module)."""
+        """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked."""
         turns = [(int(i), list(m)) for i, m in turns]
         if not turns:
             return SummaryUpdate(previous, 0)
         keep = [fact for fact in keep if str(fact).strip()]
-        text = self._ask(self.prompt(previous, turns, keep))
+        folded = fold(previous, turns, self._ask, keep, self.max_words, self.max_turn_chars)
+        text, ids = folded.text, folded.turn_ids
         attempts, appended = 1, []
         missing = missing_facts(text, keep)
         if missing:
@@ -213,7 +233,6 @@ class Summariser:
                     _pinned_items(text) + [f for f in appended if f not in _pinned_items(text)])
                 warnings.warn(f"the summariser left out pinned facts twice, so they were appended verbatim: "
                               f"{'; '.join(appended)}", SummaryWarning, stacklevel=2)
-        ids = sorted(set(previous.turn_ids) | {i for i, _ in turns})
         return SummaryUpdate(RollingSummary(text, ids), attempts, appended)
 
 
@@ -229,7 +248,7 @@ def _strip_pinned_line(text: str) -> str:
 
 
 def trim_summary_lines(text: str, fits) -> tuple[str, int]:
-    """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, lines dropped)."""
+    """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, dropped)."""
     lines = text.splitlines()
     dropped = 0
     while lines and not fits("\n".join(lines)):

@@ -13,7 +13,8 @@ text or tool calls. The rules, in order:
      ``[turn N] user: "..." -> assistant: "..."``; acknowledgements ("ok", "thanks")
      are left out. Lines of the PREVIOUS SUMMARY come first. Over the WORD LIMIT it
      drops the oldest lines where the user asked a question, then the oldest of the
-     rest (what users say about themselves outlives Q&A). It does not read the KEEP
+     rest (what users say about themselves outlives Q&A), and a first line names the
+     turns left out ("(Left out to stay within the word limit: turns 2-5.)"). It does not read the KEEP
      list (like a model that skims its instructions); facts named in a MISSING
      section (a re-ask) are appended on a ``Pinned:`` line, which later summaries
      carry over.

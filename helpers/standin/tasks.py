@@ -107,7 +107,8 @@ _TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
 _ACKS = set("ok okay k thanks thank you thx cool great nice sure yes yep no nope fine got it alright right "
             "perfect awesome cheers".split())  # greetings are not here: rule 4 answers them
 PINNED_PREFIX = "Pinned"
-CONDENSED_NOTE = "(Older turns were condensed away to stay within the word limit.)"
+LEFT_OUT_NOTE = "(Left out to stay within the word limit: {turns}.)"  # questions go first, then the oldest
+_LEFT_OUT = re.compile(r"^\(Left out to stay within the word limit: turns? ([\d, -]+)\.\)$")
 
 
 def _sections(prompt: str) -> dict[str, str]:
@@ -137,12 +138,16 @@ def _bullets(text: str) -> list[str]:
 def summarise_conversation(prompt: str) -> str:
     """Rule: extractive summary, one line per turn (see the module docstring)."""
     parts = _sections(prompt)
-    lines, pinned = [], []
+    lines, pinned, left_out = [], [], set()
     for line in parts.get("PREVIOUS SUMMARY", "").splitlines():
         line = line.strip()
+        earlier = _LEFT_OUT.match(line)
         if line.startswith(PINNED_PREFIX):
             pinned += [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
-        elif line and line not in ("(none)", CONDENSED_NOTE):
+        elif earlier:  # turns an earlier summary already left out
+            for first, last in re.findall(r"(\d+)(?:-(\d+))?", earlier.group(1)):
+                left_out.update(range(int(first), int(last or first) + 1))
+        elif line and line != "(none)":
             lines.append(line)
     turns: dict[int, dict[str, str]] = {}
     for line in parts.get("TURNS", "").splitlines():
@@ -168,12 +173,24 @@ def summarise_conversation(prompt: str) -> str:
     limit_match = re.search(r"\d+", parts.get("WORD LIMIT", ""))
     limit = int(limit_match.group(0)) if limit_match else 120
     pinned_line = [f"{PINNED_PREFIX}: " + "; ".join(pinned)] if pinned else []
-    condensed = False
     while len(lines) > 1 and sum(len(x.split()) for x in lines + pinned_line) > limit:
         asked = [i for i, x in enumerate(lines) if re.search(r'user: "[^"]*\?(?: …)?"', x)]
-        lines.pop(asked[0] if asked else 0)
-        condensed = True
-    return "\n".join(([CONDENSED_NOTE] if condensed else []) + lines + pinned_line) or "(nothing to summarise)"
+        gone = _TURN_LINE.match(lines.pop(asked[0] if asked else 0))
+        left_out.update([int(gone.group(1))] if gone else [])
+    note = [LEFT_OUT_NOTE.format(turns=_turn_ids(left_out))] if left_out else []
+    return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
+
+
+def _turn_ids(ids: set[int]) -> str:
+    """``{0, 1, 2, 5}`` -> ``"turns 0-2, 5"`` (``"turn 3"`` for one id)."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    parts = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
+    return ("turns " if len(ids) > 1 else "turn ") + ", ".join(parts)
 
 
 _NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
