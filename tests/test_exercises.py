@@ -67,3 +67,15 @@ def test_hints_go_from_general_to_specific_and_stop_at_the_last():
         exercise.hint(), exercise.hint(), exercise.hint(), exercise.solution()
     assert out.getvalue().splitlines() == ["Hint 1/2: first", "Hint 2/2: second", "Hint 2/2: second", "print(1)"]
     EXERCISES.pop("00.8")
+
+
+def test_a_check_cell_shows_only_the_printed_verdict():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    exercise = Exercise("00.7", "t", "", "", lambda: "fine", ())
+    with contextlib.redirect_stdout(io.StringIO()):
+        verdict = exercise.check()
+    EXERCISES.pop("00.7")
+    assert verdict and not Exercise.check.__annotations__["return"] == "bool"
+    data, metadata = InteractiveShell.instance().display_formatter.format(verdict)
+    assert data == {} and metadata == {}, data  # a notebook shows no Out[...] for it

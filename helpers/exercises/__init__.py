@@ -17,6 +17,23 @@ from typing import Any, Callable
 EXERCISES: dict[str, "Exercise"] = {}
 
 
+class Verdict:
+    """What ``check()`` returns: true when the answer passed. A notebook shows nothing for it (the ✓/✗ line
+    was already printed), so a check cell's output is just that line."""
+
+    def __init__(self, passed: bool):
+        self.passed = passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"Verdict(passed={self.passed})"
+
+    def _ipython_display_(self) -> None:
+        """Display nothing: the verdict was printed by check()."""
+
+
 class Hint(Exception):
     """Raised by a checker with the one sentence the learner should read next."""
 
@@ -38,19 +55,19 @@ class Exercise:
     def __post_init__(self) -> None:
         EXERCISES[self.key] = self
 
-    def check(self, *answers: Any) -> bool:
+    def check(self, *answers: Any) -> Verdict:
         """Try the learner's answer; print ✓ and what it showed, or ✗ and a specific hint."""
         try:
             shown = self.checker(*answers)
         except Hint as hint:
             print(f"✗ {hint}")
-            return False
+            return Verdict(False)
         except Exception as error:  # the learner's code failed inside the check: say so, without a traceback
             advice = self.hints[0] if self.hints else "run the cell above again and read its output"
             print(f"✗ Your code raised {type(error).__name__}: {error}. Hint: {advice}")
-            return False
+            return Verdict(False)
         print(f"✓ {shown or 'Correct.'}")
-        return True
+        return Verdict(True)
 
     def hint(self) -> None:
         """Print the next hint (they get more specific each time)."""
