@@ -518,6 +518,22 @@ def test_format_facts_lists_each_value_with_its_sources(memory):
                                  "- shipping address: 12 Elm Street (source: chat:u1, crm)"]
 
 
+def test_facts_message_marks_each_value_and_the_stand_in_answers_with_the_current_one(memory):
+    from helpers.facts.prompt import facts_message
+    from helpers.standin.policy import decide as stand_in
+
+    memory.write_many([said("morning", 1), said("evenings", 2), said("12 Elm St", 3, attribute="shipping_address"),
+                       said("48 Harbor Rd", 3, attribute="shipping_address", source="orders", kind="tool")])
+    message = facts_message(memory, "u1")
+    assert message["role"] == "system" and message["content"].splitlines()[1:] == [
+        "- delivery window: evenings (current); source: chat:u1",
+        '- delivery window: morning (superseded); replaced by "evenings"',
+        "- shipping address: not settled, sources disagree; ask the user"]
+    answer = stand_in([message, {"role": "user", "content": "When is my delivery window?"}]).content
+    assert "evenings" in answer and "morning" not in answer
+    assert facts_message(memory, "nobody")["content"].endswith("- none recorded")
+
+
 def test_format_facts_says_when_nothing_is_known():
     assert format_facts([]) == "Known facts about the user: none recorded."
 

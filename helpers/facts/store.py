@@ -265,8 +265,8 @@ def save_changes(executemany, changes: Changes) -> None:
         if ops[start][0] == "put":
             run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, "
                 "recorded_at, withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) "
-                "ON CONFLICT (fact_id, source_id) DO UPDATE SET source_kind = excluded.source_kind, source_version = excluded.source_version, "
-                "evidence = excluded.evidence, withdrawn_at = NULL",
+                "ON CONFLICT (fact_id, source_id) DO UPDATE SET source_kind = excluded.source_kind, "
+                "source_version = excluded.source_version, evidence = excluded.evidence, withdrawn_at = NULL",
                 [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
                  for _, fid, p in ops[start:end]])
         else:

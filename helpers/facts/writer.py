@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from helpers.clock import now
 from helpers.errors import WorkshopError
+from helpers.facts.prompt import format_facts  # noqa: F401  (callers import it from here too)
 from helpers.facts.schema import (  # noqa: F401  (PREVIEW_CHARS, normalise_text: re-exported for callers)
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, UNSTORABLE, AttributeSpec, Candidate, CheckedCandidate,
     check_candidate, normalise_id, normalise_text, rejected_fields, storable_preview,
@@ -120,9 +121,12 @@ class FactDecision:
 
 def _decision(c: CheckedCandidate, outcome: str, reason: str, fact: StoredFact | None,
               superseded: Sequence[StoredFact] = ()) -> FactDecision:
+    if fact is None:
+        return FactDecision(outcome, reason, c.user_id, c.subject, c.attribute, c.value, c.source_id,
+                            c.source_kind, c.source_version)
     return FactDecision(outcome, reason, c.user_id, c.subject, c.attribute, c.value, c.source_id,
-                        c.source_kind, c.source_version, fact.id if fact else None, fact.status if fact else None,
-                        fact.support if fact else 0, tuple(f.id for f in superseded))
+                        c.source_kind, c.source_version, fact.id, fact.status, fact.support,
+                        tuple(f.id for f in superseded))
 
 
 def _rejected(candidate: Any, problems: list[str]) -> FactDecision:
@@ -238,9 +242,9 @@ class FactMemory:
             fact = work.insert(c.key, c.value, c.value_key, INELIGIBLE, prov)
         else:
             work.record_source(fact, prov)
-        return _decision(c, REJECTED, "an assistant proposal is not evidence (saying 'I have updated it' does "
-                                      "not change account state): recorded as ineligible until a user "
-                                      "statement or tool result supports it", fact)
+        reason = ("an assistant proposal is not evidence (saying 'I have updated it' does not change account "
+                  "state): recorded as ineligible until a user statement or tool result supports it")
+        return _decision(c, REJECTED, reason, fact)
 
     def resolve(self, user_id: str, subject: str, attribute: str, keep_value: str, *, reviewer: str,
                 note: str = "") -> FactDecision:
@@ -251,8 +255,8 @@ class FactMemory:
             raise FactResolutionError(f"{attribute!r} is not a single-valued attribute, so it cannot be in "
                                       f"conflict; single-valued attributes: {single}")
         if not isinstance(keep_value, str) or not keep_value.strip():
-            raise FactResolutionError("resolve() needs keep_value='...', one of the values conflicts(user_id) "
-                                      "lists")
+            raise FactResolutionError("resolve() needs keep_value='...', one of the values that "
+                                      "conflicts(user_id) lists")
         if not isinstance(reviewer, str) or not reviewer.strip():
             raise FactResolutionError("resolve() needs reviewer='...' naming who settled the conflict (it is "
                                       "audited)")
@@ -317,15 +321,3 @@ class FactMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def format_facts(facts: Sequence[StoredFact], title: str = "Known facts about the user") -> str:
-    """Render active facts as prompt-ready lines, each with the sources behind it."""
-    if not facts:
-        return f"{title}: none recorded."
-    lines = [f"{title}:"]
-    for fact in facts:
-        who = "" if fact.subject == "user" else f"{fact.subject} "
-        sources = ", ".join(sorted(fact.supporters)) or "no eligible source"
-        lines.append(f"- {who}{fact.attribute.replace('_', ' ')}: {fact.value} (source: {sources})")
-    return "\n".join(lines)

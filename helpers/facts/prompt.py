@@ -1,0 +1,44 @@
+"""Facts in the agent's context (notebook 10): prompt-ready lines from a ``FactMemory``.
+
+``format_facts`` lists current facts with the sources behind them (for people: the chat window's
+facts pane). ``facts_message`` is the system message an agent reads: each current value marked
+``(current)``, each value a correction replaced marked ``(superseded)`` with what replaced it, and
+a key whose sources disagree shown as unsettled - so an old value never reaches the model unmarked.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from helpers.facts.store import StoredFact
+
+
+def _label(fact: StoredFact) -> str:
+    who = "" if fact.subject == "user" else f"{fact.subject} "
+    return f"{who}{fact.attribute.replace('_', ' ')}"
+
+
+def format_facts(facts: Sequence[StoredFact], title: str = "Known facts about the user") -> str:
+    """Render active facts as lines, each with the sources behind it."""
+    if not facts:
+        return f"{title}: none recorded."
+    lines = [f"{title}:"]
+    for fact in facts:
+        sources = ", ".join(sorted(fact.supporters)) or "no eligible source"
+        lines.append(f"- {_label(fact)}: {fact.value} (source: {sources})")
+    return "\n".join(lines)
+
+
+def facts_message(memory: Any, user_id: str, title: str = "Known facts about the user") -> dict:
+    """A system message with a ``FactMemory``'s facts about the user: current, superseded, disputed."""
+    current = memory.active_facts(user_id)
+    by_id = {fact.id: fact for fact in current}
+    lines = [f"{title} (use the values marked current):"]
+    lines += [f"- {_label(f)}: {f.value} (current); source: {', '.join(sorted(f.supporters))}"
+              for f in current]
+    lines += [f'- {_label(f)}: {f.value} (superseded); replaced by "{by_id[f.superseded_by].value}"'
+              for f in memory.history(user_id) if f.superseded_by in by_id]
+    disputed = sorted({_label(f) for f in memory.conflicts(user_id)})
+    lines += [f"- {label}: not settled, sources disagree; ask the user" for label in disputed]
+    if len(lines) == 1:
+        lines.append("- none recorded")
+    return {"role": "system", "content": "\n".join(lines)}
