@@ -101,8 +101,8 @@ def _check_fork(fork_before) -> str:
                 detail = (" Turn ids are never reused: after an undo, a turn's position in the list and its "
                           "turn_id differ. Use the turn_id of the TurnRecord that asked the question."
                           if session is gapped else "")
-                raise Hint(f"branching {session.session_id} (turns {ids}) before {question!r} kept {kept}, but "
-                           f"it should keep {wanted}. fork(at_turn, ...) keeps the turns whose id is below "
+                raise Hint(f"in a session with turns {ids}, the branch before {question!r} kept {kept}, but it "
+                           f"should keep {wanted}. fork(at_turn, ...) keeps the turns whose id is below "
                            f"at_turn.{detail}")
             branches.append(branch)
         answer = branches[0].chat(FOLLOW_UP)
