@@ -20,11 +20,11 @@ from typing import Any, Collection, Hashable, Sequence
 from helpers.history import (
     TokenCounter,
     TrimResult,
-    _check_limits,
-    _pinned_spans,
-    _trimmed,
     approx_tokens,
+    check_limits,
+    pinned_spans,
     system_end,
+    trim_result,
     turns_newest_first,
 )
 from helpers.tokens import REPLY_PRIMING
@@ -89,7 +89,7 @@ def _result(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_bu
     for start, end in spans:
         out += messages[start:end]
     if not plainly_valid(out):  # the full checker decides, and words the error
-        return _trimmed(messages, kept, tokens, over_budget, turn_ids, count)
+        return trim_result(messages, kept, tokens, over_budget, turn_ids, count)
     return TrimResult(out, tokens, over_budget, source=messages, spans=spans, turn_ids=turn_ids, count=count)
 
 
@@ -97,8 +97,8 @@ def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequenc
                   pinned: Collection[Hashable] = (), count: TokenCounter = approx_tokens,
                   overhead: int = REPLY_PRIMING) -> TrimResult:
     """Same as ``helpers.history.trim_to_turns``, faster."""
-    _check_limits(messages=messages, max_turns=max_turns)
-    kept = _pinned_spans(messages, turn_ids, pinned)
+    check_limits(messages=messages, max_turns=max_turns)
+    kept = pinned_spans(messages, turn_ids, pinned)
     kept.update(islice(turns_newest_first(messages), max_turns))
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
     for start, end in kept.items():
@@ -110,9 +110,9 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
                    turn_ids: Sequence[Hashable] | None = None, pinned: Collection[Hashable] = (),
                    overhead: int = REPLY_PRIMING) -> TrimResult:
     """Same as ``helpers.history.trim_to_budget``, faster."""
-    _check_limits(messages=messages, max_tokens=max_tokens)
+    check_limits(messages=messages, max_tokens=max_tokens)
     first = system_end(messages)
-    kept = _pinned_spans(messages, turn_ids, pinned)
+    kept = pinned_spans(messages, turn_ids, pinned)
     tokens = overhead + sum(map(count, messages[:first]))
     for start, end in kept.items():
         tokens += sum(map(count, messages[start:end]))

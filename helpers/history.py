@@ -10,6 +10,8 @@ separated from its result and the list sent to the server stays valid.
 - ``trim_to_turns`` / ``trim_to_budget``: keep the system part, pinned turns and the
   newest whole turns that fit. They walk back from the newest message and check only
   what they keep, so a trim costs O(kept turns), however long the history.
+- ``check_limits`` / ``pinned_spans`` / ``trim_result``: the bookkeeping both trimmers (and
+  ``helpers.fast_trim``) share: refuse bad limits, find pinned turns, assemble and check the result.
 - ``approx_tokens``: estimate before sending (``helpers.ledger.UsageLedger`` learns the
   exact costs from the ``usage.prompt_tokens`` the server reports afterwards).
 - ``TurnIndex``: the same trimming, incrementally, for a session's growing history.
@@ -63,7 +65,8 @@ def system_end(messages: Sequence[dict]) -> int:
     return first
 
 
-def _starts_turn(message: Any) -> bool:
+def starts_turn(message: Any) -> bool:
+    """True for a message that starts a turn: a user message."""
     return type(message) is dict and message.get("role") == "user"
 
 
@@ -71,7 +74,7 @@ def turn_spans(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of every turn after the system part, oldest first (``messages[start:end]``)."""
     start = system_end(messages)
     for i in range(start + 1, len(messages)):
-        if _starts_turn(messages[i]):
+        if starts_turn(messages[i]):
             yield start, i
             start = i
     if start < len(messages):
@@ -79,10 +82,10 @@ def turn_spans(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
 
 
 def turns_newest_first(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
-    """The same spans newest first, found walking back: taking k turns reads only those k turns."""
+    """``(start, end)`` of every turn, newest first, found walking back: taking k turns reads only k turns."""
     first, end = system_end(messages), len(messages)
     for i in range(end - 1, first - 1, -1):
-        if i == first or _starts_turn(messages[i]):
+        if i == first or starts_turn(messages[i]):
             yield i, end
             end = i
 
@@ -396,8 +399,8 @@ def _checked_ids(turn_ids: Sequence[Hashable] | None, n_turns: int) -> Sequence[
     return ids
 
 
-def _pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
-                  pinned: Collection[Hashable]) -> dict[int, int]:
+def pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
+                 pinned: Collection[Hashable]) -> dict[int, int]:
     """start -> end of every pinned turn, found walking forward to the last of them."""
     pinned = set(pinned)
     if turn_ids is None:
@@ -414,8 +417,8 @@ def _pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
     return spans
 
 
-def _trimmed(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_budget: bool,
-             turn_ids: Sequence[Hashable] | None, count: TokenCounter) -> TrimResult:
+def trim_result(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_budget: bool,
+                turn_ids: Sequence[Hashable] | None, count: TokenCounter) -> TrimResult:
     """The system part plus the kept turns in their original order, checked like a strict server would."""
     spans = sorted(kept.items())
     first = system_end(messages)
@@ -431,7 +434,7 @@ def _trimmed(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_b
     return TrimResult(out, tokens, over_budget, source=messages, spans=spans, turn_ids=turn_ids, count=count)
 
 
-def _check_limits(*, messages: Any = (), max_turns: Any = 1, max_tokens: Any = 0) -> None:
+def check_limits(*, messages: Any = (), max_turns: Any = 1, max_tokens: Any = 0) -> None:
     """Refuse a limit that is not a whole number in range, or messages that are not a list."""
     if not isinstance(max_turns, int) or max_turns < 1:
         raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is "
@@ -450,12 +453,12 @@ def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequenc
     Pinned turns inside the newest ``max_turns`` count toward it; older pinned turns
     are kept in addition. ``max_turns`` must be at least 1: the newest turn is always kept.
     """
-    _check_limits(messages=messages, max_turns=max_turns)
-    kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
+    check_limits(messages=messages, max_turns=max_turns)
+    kept = pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
     kept.update(islice(turns_newest_first(messages), max_turns))
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
     tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
-    return _trimmed(messages, kept, tokens, False, turn_ids, count)
+    return trim_result(messages, kept, tokens, False, turn_ids, count)
 
 
 def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCounter = approx_tokens,
@@ -469,8 +472,8 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
     Otherwise the total never exceeds ``max_tokens``. Kept turns are always a
     contiguous newest run plus older pinned turns: no gaps are punched into the middle.
     """
-    _check_limits(messages=messages, max_tokens=max_tokens)
-    kept = _pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
+    check_limits(messages=messages, max_tokens=max_tokens)
+    kept = pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
     tokens = overhead + sum(map(count, messages[: system_end(messages)]))
     tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
     turns = turns_newest_first(messages)
@@ -487,7 +490,7 @@ def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCou
             break
         kept[start] = end
         tokens += cost
-    return _trimmed(messages, kept, tokens, over_budget, turn_ids, count)
+    return trim_result(messages, kept, tokens, over_budget, turn_ids, count)
 
 
 # ----------------------------------------------------------------------------- incremental index
@@ -670,7 +673,7 @@ class TurnIndex:
 
     def trim_to_turns(self, max_turns: int) -> TrimReport:
         """Keep the newest ``max_turns`` turns plus older pinned ones; see the module function."""
-        _check_limits(max_turns=max_turns)
+        check_limits(max_turns=max_turns)
         self._require_valid()
         dropped = []
         while self._window() > max_turns:
@@ -681,7 +684,7 @@ class TurnIndex:
 
     def trim_to_budget(self, max_tokens: int) -> TrimReport:
         """Drop the oldest unpinned turns until the total fits ``max_tokens``; see the module function."""
-        _check_limits(max_tokens=max_tokens)
+        check_limits(max_tokens=max_tokens)
         self._require_valid()
         dropped = []
         while self._total > max_tokens and self._window() > 1:
