@@ -1,4 +1,4 @@
-"""From one conversation turn to fact candidates with provenance, and on to the store (lesson 10).
+"""From one conversation turn to fact candidates with provenance, and on to the store (notebook 10).
 
 Two write paths: explicit corrections are committed synchronously (before the assistant
 confirms anything); ordinary candidates may go through ``BackgroundWriter``, a queue drained
@@ -61,8 +61,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("delivery_window", r"\bi(?:\s+would|'d)?\s+(?:prefer|like|want)\s+(?:my\s+|the\s+)?" + _DELIVERIES
      + r"\s+(?:to\s+(?:arrive|come)\s+)?(?:in\s+the\s+|during\s+the\s+|on\s+)?" + _WINDOW),
     # "Mornings work best for deliveries", "evenings suit me better for delivery"
-    ("delivery_window", r"\b" + _WINDOW + r"\s+(?:work|works|suit|suits|are|is)\s+(?:me\s+)?(?:best|better)\s+for\s+"
-     + _DELIVERIES),
+    ("delivery_window", r"\b" + _WINDOW + r"\s+(?:work|works|suit|suits|are|is)\s+(?:me\s+)?"
+     r"(?:best|better)\s+for\s+" + _DELIVERIES),
     # "actually, make that evenings" / "change it to the afternoon": only a time-of-day word counts
     ("delivery_window", r"\b(?:make|change|switch)\s+(?:that|it)\s+(?:to\s+)?(?:the\s+)?" + _WINDOW + r"\b"),
     # "my address is 12 Elm Street", "my new shipping address is ..." (up to the first ". ", so
@@ -77,13 +77,15 @@ RULES: tuple[tuple[str, str], ...] = (
      r"(?=\s*(?:[.;!?\n]|,?\s+(?:but|so)\b|$))"),
 )
 # What an assistant claims to have done: "I have updated your address to 9 Oak Ave."
-CLAIM_RULE = (r"\bi(?:'ve|\s+have)\s+(?:updated|changed|set|saved)\s+your\s+(?P<what>delivery\s+window|delivery\s+time|"
-              r"(?:shipping\s+)?address|contact\s+preference)\s+to\s+" + _UNTIL_SENTENCE_END)
-_CLAIMED = {"delivery window": "delivery_window", "delivery time": "delivery_window", "address": "shipping_address",
-            "shipping address": "shipping_address", "contact preference": "preferred_contact"}
+CLAIM_RULE = (r"\bi(?:'ve|\s+have)\s+(?:updated|changed|set|saved)\s+your\s+"
+              r"(?P<what>delivery\s+window|delivery\s+time|(?:shipping\s+)?address|contact\s+preference)"
+              r"\s+to\s+" + _UNTIL_SENTENCE_END)
+_CLAIMED = {"delivery window": "delivery_window", "delivery time": "delivery_window",
+            "address": "shipping_address", "shipping address": "shipping_address",
+            "contact preference": "preferred_contact"}
 # A turn containing one of these cues marks its candidates as explicit corrections (written synchronously).
-CORRECTION_CUES = r"\b(?:actually|correction|scratch\s+that|instead|no\s+wait|(?:make|change|switch)\s+(?:that|it)|" \
-                  r"new\s+address|i(?:'ve|\s+have)?\s+moved)\b"
+CORRECTION_CUES = (r"\b(?:actually|correction|scratch\s+that|instead|no\s+wait|(?:make|change|switch)\s+"
+                   r"(?:that|it)|new\s+address|i(?:'ve|\s+have)?\s+moved)\b")
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+)\s*")
 
 EXTRACTION_SCHEMA: dict[str, Any] = {
@@ -96,10 +98,10 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                        "evidence": {"type": "string"}}}}},
 }
 _ITEM_KEYS = {"subject": str, "attribute": str, "value": str, "correction": bool, "evidence": str}
-PROMPT = ("Extract durable facts the speaker states about themselves. Reply with one JSON object matching this "
-          "JSON Schema and nothing else:\n{schema}\nAllowed attributes:\n{attributes}\nUse subject \"user\". Set "
-          "correction to true when the speaker changes something they said before. Quote the words you used as "
-          "evidence. If there is nothing durable, reply {{\"facts\": []}}.")
+PROMPT = ("Extract durable facts the speaker states about themselves. Reply with one JSON object matching "
+          "this JSON Schema and nothing else:\n{schema}\nAllowed attributes:\n{attributes}\nUse subject "
+          "\"user\". Set correction to true when the speaker changes something they said before. Quote the "
+          "words you used as evidence. If there is nothing durable, reply {{\"facts\": []}}.")
 
 
 @dataclass
@@ -116,7 +118,7 @@ def _source(role: str, user_id: str) -> tuple[str, str]:
 
 
 def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[Candidate]:
-    """The offline extractor: apply ``RULES`` (and ``CLAIM_RULE`` for assistant turns); last mention per key wins."""
+    """The offline extractor: ``RULES`` (and ``CLAIM_RULE`` for assistant turns); the last mention wins."""
     source_id, kind = _source(role, user_id)
     explicit = re.search(CORRECTION_CUES, text, re.IGNORECASE) is not None
     found: list[tuple[int, str, str, str]] = []
@@ -131,7 +133,8 @@ def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[
     for _, name, value, evidence in sorted(found, key=lambda item: item[0]):
         spec = DEFAULT_ATTRIBUTES[name]
         slot = spec.normalise(value) if spec.multi_valued else ""
-        latest[(name, slot)] = Candidate(user_id, "user", name, value, source_id, kind, seq, evidence, explicit)
+        latest[(name, slot)] = Candidate(user_id, "user", name, value, source_id, kind, seq, evidence,
+                                         explicit)
     return list(latest.values())
 
 
@@ -157,7 +160,8 @@ def parse_extraction(content: Any, attributes: Mapping[str, AttributeSpec] = DEF
         problems += [f"facts[{index}].{key} must be a {kind.__name__}" for key, kind in _ITEM_KEYS.items()
                      if not isinstance(item[key], kind)]
         if isinstance(item["attribute"], str) and item["attribute"] not in attributes:
-            problems.append(f"facts[{index}].attribute {item['attribute']!r} is not one of {sorted(attributes)}")
+            problems.append(f"facts[{index}].attribute {item['attribute']!r} is not one of "
+                            f"{sorted(attributes)}")
     return ([], problems) if problems else (data["facts"], [])
 
 
@@ -179,8 +183,8 @@ def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id:
         items, problems = parse_extraction(content, attributes)
         if not problems:
             source_id, kind = _source(role, user_id)
-            return Extraction([Candidate(user_id, i["subject"], i["attribute"], i["value"], source_id, kind, seq,
-                                         i["evidence"], i["correction"]) for i in items], "llm")
+            return Extraction([Candidate(user_id, i["subject"], i["attribute"], i["value"], source_id, kind,
+                                         seq, i["evidence"], i["correction"]) for i in items], "llm")
     for problem in problems:
         log.warning("fact extraction for %s turn %s dropped: %s", user_id, seq, problem)
     return Extraction([], "llm", problems)
@@ -190,19 +194,23 @@ def extract_candidates(turn: Mapping[str, Any], *, user_id: str, seq: int, clien
                        model: str | None = None, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES,
                        save_user_messages_to_memory: bool = True,
                        save_ai_messages_to_memory: bool = False) -> Extraction:
-    """Candidates from one ``{"role", "content"}`` turn: LLM if ``client`` is given, else the offline rules."""
+    """Candidates from one ``{"role", "content"}`` turn: a model if ``client`` is given, else the rules."""
     role, text = turn.get("role"), turn.get("content")
     if role not in ("user", "assistant") or not isinstance(text, str):
-        return Extraction([], "skipped", [f"only user and assistant turns with text are extracted (got role {role!r}); "
-                                          "write tool results directly as Candidate(source_kind='tool')"])
+        return Extraction([], "skipped", [f"only user and assistant turns with text are extracted (got role "
+                                          f"{role!r}); write tool results directly as "
+                                          "Candidate(source_kind='tool')"])
     if role == "user" and not save_user_messages_to_memory:
         return Extraction([], "skipped", ["user messages are not saved (save_user_messages_to_memory=False)"])
     if role == "assistant" and not save_ai_messages_to_memory:
-        return Extraction([], "skipped", ["raw assistant messages are not saved (save_ai_messages_to_memory=False)"])
+        return Extraction([], "skipped", ["raw assistant messages are not saved "
+                                          "(save_ai_messages_to_memory=False)"])
     if client is not None:
         if not model:
-            raise ExtractionError("extract_candidates(client=...) also needs model='...' (the chat model to ask)")
-        return _extract_with_llm(client, model, text, role=role, user_id=user_id, seq=seq, attributes=attributes)
+            raise ExtractionError("extract_candidates(client=...) also needs model='...' (the chat model to "
+                                  "ask)")
+        return _extract_with_llm(client, model, text, role=role, user_id=user_id, seq=seq,
+                                 attributes=attributes)
     return Extraction(extract_with_rules(text, role=role, user_id=user_id, seq=seq), "rules")
 
 
@@ -239,7 +247,8 @@ class BackgroundWriter:
         future: Future = Future()
         with self._cond:
             if self._closed:
-                raise FactWriteError("this BackgroundWriter is closed; create a new one to queue more candidates")
+                raise FactWriteError("this BackgroundWriter is closed; create a new one to queue more "
+                                     "candidates")
             self._pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="fact-writer", daemon=True)
@@ -285,8 +294,8 @@ class BackgroundWriter:
         """Wait until every queued candidate is committed; raise FactWriteError if any batch failed."""
         with self._cond:
             if not self._cond.wait_for(lambda: self._pending == 0, timeout):
-                raise FactWriteError(f"{self._pending} queued candidates were still not committed after {timeout}s; "
-                                     "call flush() again or raise the timeout")
+                raise FactWriteError(f"{self._pending} queued candidates were still not committed after "
+                                     f"{timeout}s; call flush() again or raise the timeout")
             failures, self._failures = self._failures, []
         if failures:
             raise FactWriteError(f"{len(failures)} background batch(es) failed and were not stored (first: "
