@@ -10,10 +10,11 @@ terminal chat. It adds:
 
 - a failed or abandoned turn leaves the list exactly as it was (rollback);
 - ``stream`` yields the answer as it arrives;
-- ``max_tokens``: a token budget. A ``UsageLedger`` learns each message's real cost
-  from the server's ``usage.prompt_tokens``, so the budget is exact for everything
-  already sent; messages the server has not seen yet (the new question, and the whole
-  first request with its tool schemas) are estimated;
+- ``max_tokens``: a token budget. A ``UsageLedger`` learns what messages cost from the
+  server's ``usage.prompt_tokens``, so the budget is counted from the server's own figures
+  for everything already sent (to within a few tokens where a trim splits a run of messages
+  the server counted together); messages the server has not seen yet (the new question,
+  and the whole first request with its tool schemas) are estimated;
 - turn ids, the dropped turns, ``undo``, per-request token statistics, and
   ``snapshot`` / ``from_snapshot`` to save and resume a conversation;
 - ``memory=MemoryAssembler(...)`` (``helpers.memory.assembler``, notebooks 08-09): the
@@ -100,8 +101,8 @@ class ChatSession:
 
     ``max_turns`` is how many earlier turns are remembered when a new question arrives
     (the request carries them plus the new turn), so it sends what ``SimpleSession``
-    sends. ``max_tokens`` caps the request the same way, counted by a usage ledger: exact
-    for messages the server has counted before, estimated for new ones.
+    sends. ``max_tokens`` caps the request the same way, counted by a usage ledger: from
+    the server's reports for messages it has counted before, estimated for new ones.
 
     ``memory`` (a ``MemoryAssembler``) switches to assembled requests: ``max_turns`` (or
     ``memory.window_turns``) is the sliding window whose dropped turns feed the summary,
