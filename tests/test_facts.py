@@ -1,4 +1,4 @@
-"""Durable facts (lesson 10): store, schema, one test per write rule, extraction, sync and background paths."""
+"""Durable facts (notebook 10): store, schema, one test per write rule, extraction, both write paths."""
 import json
 import logging
 import random
@@ -34,7 +34,8 @@ def memory(request, tmp_path):
     memory.close()
 
 
-def said(value, version, *, source="chat:u1", kind="user", attribute="delivery_window", user="u1", subject="user"):
+def said(value, version, *, source="chat:u1", kind="user", attribute="delivery_window", user="u1",
+         subject="user"):
     return Candidate(user, subject, attribute, value, source, kind, version, evidence=f"said {value}")
 
 
@@ -42,7 +43,7 @@ def active_values(memory, user="u1"):
     return {(f.attribute, f.value) for f in memory.active_facts(user)}
 
 
-# --- store ---------------------------------------------------------------------------------------------------
+# --- store --------------------------------------------------------------------------------------------------
 
 def test_migration_creates_exactly_these_columns(tmp_path):
     SQLiteFactStore(str(tmp_path / "f.db")).close()
@@ -50,12 +51,12 @@ def test_migration_creates_exactly_these_columns(tmp_path):
     columns = {table: [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))]
                for table in ("facts", "provenance", "audit", "schema_migrations")}
     assert columns == {
-        "facts": ["id", "user_id", "subject", "attribute", "slot", "value", "value_key", "status", "superseded_by",
-                  "created_at", "updated_at"],
+        "facts": ["id", "user_id", "subject", "attribute", "slot", "value", "value_key", "status",
+                  "superseded_by", "created_at", "updated_at"],
         "provenance": ["fact_id", "source_id", "source_kind", "source_version", "evidence", "recorded_at",
                        "withdrawn_at"],
-        "audit": ["id", "user_id", "subject", "attribute", "value", "source_id", "source_kind", "source_version",
-                  "outcome", "reason", "fact_id", "support", "decided_at"],
+        "audit": ["id", "user_id", "subject", "attribute", "value", "source_id", "source_kind",
+                  "source_version", "outcome", "reason", "fact_id", "support", "decided_at"],
         "schema_migrations": ["version", "name", "applied_at"],
     }
 
@@ -114,7 +115,7 @@ def test_closed_store_says_how_to_continue(tmp_path):
         store.read_audit("u1")
 
 
-# --- schema and normaliser -----------------------------------------------------------------------------------
+# --- schema and normaliser ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("attribute, a, b", [
     ("delivery_window", "mornings", "In the morning."),
@@ -194,7 +195,7 @@ def test_something_that_is_not_a_candidate_is_rejected(memory):
     assert decision.outcome == "rejected" and "expected a Candidate or a mapping, got int" in decision.reason
 
 
-# --- the write rules -----------------------------------------------------------------------------------------
+# --- the write rules ----------------------------------------------------------------------------------------
 
 def test_first_statement_is_inserted_with_its_provenance(memory):
     decision = memory.write(said("mornings", 1))
@@ -300,7 +301,8 @@ def test_user_statement_promotes_the_matching_proposal(memory):
 
 def test_disagreeing_authoritative_sources_make_a_conflict_kept_out_of_active_facts(memory):
     memory.write(said("12 Elm Street", 3, source="crm", kind="tool", attribute="shipping_address"))
-    decision = memory.write(said("48 Harbor Road", 8, source="orders", kind="tool", attribute="shipping_address"))
+    decision = memory.write(said("48 Harbor Road", 8, source="orders", kind="tool",
+                                 attribute="shipping_address"))
     assert decision.outcome == "conflict" and "crm" in decision.reason
     assert memory.active_facts("u1") == []
     assert {f.value for f in memory.conflicts("u1")} == {"12 Elm Street", "48 Harbor Road"}
@@ -394,7 +396,8 @@ def test_a_batch_of_many_new_keys_is_loaded_and_decided_in_one_transaction(memor
 
 
 def test_a_batch_is_decided_in_order_inside_one_transaction(memory):
-    decisions = memory.write_many([said("morning", 1), said("morning", 1), said("evening", 2), said("morning", 1)])
+    decisions = memory.write_many([said("morning", 1), said("morning", 1), said("evening", 2),
+                                   said("morning", 1)])
     assert [d.outcome for d in decisions] == ["insert", "noop", "correction", "noop"]
     assert active_values(memory) == {("delivery_window", "evening")}
 
@@ -522,7 +525,8 @@ def test_facts_message_marks_each_value_and_the_stand_in_answers_with_the_curren
     from helpers.facts.prompt import facts_message
     from helpers.standin.policy import decide as stand_in
 
-    memory.write_many([said("morning", 1), said("evenings", 2), said("12 Elm St", 3, attribute="shipping_address"),
+    memory.write_many([said("morning", 1), said("evenings", 2),
+                       said("12 Elm St", 3, attribute="shipping_address"),
                        said("48 Harbor Rd", 3, attribute="shipping_address", source="orders", kind="tool")])
     message = facts_message(memory, "u1")
     assert message["role"] == "system" and message["content"].splitlines()[1:] == [
@@ -538,14 +542,15 @@ def test_format_facts_says_when_nothing_is_known():
     assert format_facts([]) == "Known facts about the user: none recorded."
 
 
-# --- extraction ----------------------------------------------------------------------------------------------
+# --- extraction ---------------------------------------------------------------------------------------------
 
 def user_turn(text):
     return {"role": "user", "content": text}
 
 
 def test_rules_extract_a_delivery_preference_with_provenance():
-    [c] = extract_candidates(user_turn("Hi! I prefer deliveries in the morning."), user_id="u1", seq=3).candidates
+    turn = user_turn("Hi! I prefer deliveries in the morning.")
+    [c] = extract_candidates(turn, user_id="u1", seq=3).candidates
     assert (c.attribute, c.value, c.source_id, c.source_kind, c.source_version) == (
         "delivery_window", "morning", "chat:u1", "user", 3)
     assert c.evidence == "I prefer deliveries in the morning" and not c.explicit_correction
@@ -570,7 +575,8 @@ def test_rules_keep_only_the_last_mention_of_a_key_in_one_turn():
 
 
 def test_small_talk_yields_no_candidates():
-    assert extract_candidates(user_turn("Thanks, that's all for today!"), user_id="u1", seq=1).candidates == []
+    small_talk = user_turn("Thanks, that's all for today!")
+    assert extract_candidates(small_talk, user_id="u1", seq=1).candidates == []
 
 
 def test_assistant_messages_are_not_saved_by_default():
@@ -582,8 +588,8 @@ def test_assistant_messages_are_not_saved_by_default():
 def test_enabled_assistant_messages_become_ineligible_proposals(memory):
     turn = {"role": "assistant", "content": "I have updated your address to 9 Oak Ave."}
     [c] = extract_candidates(turn, user_id="u1", seq=4, save_ai_messages_to_memory=True).candidates
-    assert (c.source_kind, c.source_id, c.attribute, c.value) == ("assistant", "assistant:u1", "shipping_address",
-                                                                  "9 Oak Ave")
+    assert (c.source_kind, c.source_id, c.attribute, c.value) == (
+        "assistant", "assistant:u1", "shipping_address", "9 Oak Ave")
     assert memory.write(c).outcome == "rejected" and memory.active_facts("u1") == []
 
 
@@ -606,7 +612,8 @@ def fake_llm(reply, seen=None, status=200):
             return httpx2.Response(status, json={"error": {"message": "boom", "type": "server_error"}})
         return httpx2.Response(200, json={
             "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}]})
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": reply}}]})
     return openai.OpenAI(api_key="x", base_url="http://test/v1", max_retries=0,
                          http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
@@ -658,7 +665,7 @@ def test_llm_extraction_needs_a_model_name():
         extract_candidates(user_turn("hi"), user_id="u1", seq=1, client=fake_llm("{}"))
 
 
-# --- synchronous and background paths ------------------------------------------------------------------------
+# --- synchronous and background paths -----------------------------------------------------------------------
 
 def test_ingest_writes_corrections_now_and_queues_the_rest(memory):
     with BackgroundWriter(memory) as queue:
@@ -666,7 +673,8 @@ def test_ingest_writes_corrections_now_and_queues_the_rest(memory):
                             background=queue)
         assert first.written == [] and len(first.queued) == 1
         queue.flush()
-        fix = ingest_turn(memory, user_turn("Actually, make that evenings."), user_id="u1", seq=2, background=queue)
+        fix = ingest_turn(memory, user_turn("Actually, make that evenings."), user_id="u1", seq=2,
+                          background=queue)
         assert [d.outcome for d in fix.written] == ["correction"] and fix.queued == []
         assert active_values(memory) == {("delivery_window", "evenings")}  # readable before any flush
 
@@ -678,7 +686,8 @@ def test_without_a_background_writer_everything_is_written_before_returning(memo
 
 def test_flush_makes_queued_candidates_readable(memory):
     queue = BackgroundWriter(memory, batch_size=4)
-    futures = [queue.submit(said(v, n, attribute="allergy")) for n, v in enumerate(["milk", "soy", "eggs"] * 3)]
+    futures = [queue.submit(said(v, n, attribute="allergy"))
+               for n, v in enumerate(["milk", "soy", "eggs"] * 3)]
     queue.flush(timeout=10)
     assert [f.result().outcome for f in futures] == ["insert"] * 3 + ["noop"] * 6
     assert {v for _, v in active_values(memory)} == {"milk", "soy", "eggs"}
@@ -703,7 +712,7 @@ def test_closed_background_writer_refuses_new_candidates(memory):
         queue.submit(said("morning", 1))
 
 
-# --- bad input costs only itself ---------------------------------------------------------------------------
+# --- bad input costs only itself ----------------------------------------------------------------------------
 
 def _wide(n, seed):
     """n random CJK Extension B letters (4 UTF-8 bytes each, incompressible): ids that fill an index entry."""
@@ -774,7 +783,8 @@ class _BrokenMapping(Mapping):
 
 
 def test_a_candidate_that_fails_while_being_checked_costs_only_itself(memory):
-    decisions = memory.write_many([said("morning", 1), _BrokenMapping(), said("peanuts", 2, attribute="allergy")])
+    decisions = memory.write_many([said("morning", 1), _BrokenMapping(),
+                                   said("peanuts", 2, attribute="allergy")])
     assert [d.outcome for d in decisions] == ["insert", "rejected", "insert"]
     assert "could not be checked (RuntimeError)" in decisions[1].reason
     assert active_values(memory) == {("delivery_window", "morning"), ("allergy", "peanuts")}
@@ -815,7 +825,7 @@ def test_object_and_mapping_verdicts_agree_on_unstorable_input():
         assert fast is None and slow is None and fast_problems == slow_problems, name
 
 
-# --- assistant proposals and the stale check ---------------------------------------------------------------
+# --- assistant proposals and the stale check ----------------------------------------------------------------
 
 def window(user, value, source, kind, version):
     return Candidate(user, "user", "delivery_window", value, source, kind, version)
@@ -851,7 +861,7 @@ def test_an_assistant_claim_arriving_first_under_the_users_source_id_does_not_bl
     assert active_values(memory, "c") == {("delivery_window", "afternoon")}
 
 
-# --- ids: one key per id, however it is spelled ------------------------------------------------------------
+# --- ids: one key per id, however it is spelled -------------------------------------------------------------
 
 @pytest.mark.parametrize("field", ["user_id", "subject", "source_id"])
 def test_nfc_and_nfd_spellings_of_an_id_are_one_key(memory, field):
@@ -880,7 +890,7 @@ def test_padded_ids_are_normalised_the_same_way_on_write_and_read(memory):
         assert [e.outcome for e in memory.audit(spelling)] == ["insert", "correction"]
 
 
-# --- acknowledged after the commit ----------------------------------------------------------------------
+# --- acknowledged after the commit --------------------------------------------------------------------------
 
 def second_store(store):
     """Another store (its own connections) on the same database as ``store``."""

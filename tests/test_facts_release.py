@@ -1,4 +1,4 @@
-"""Release checks for durable facts (lesson 10): replays and assistant noise, 8 concurrent writers, SIGKILL."""
+"""Release checks for durable facts (notebook 10): replays and assistant noise, 8 writers at once, SIGKILL."""
 import os
 import signal
 import sqlite3
@@ -29,7 +29,8 @@ TRANSCRIPT = {  # user id -> turns (seq, role, text)
 TOOL_EVENTS = [Candidate("u1", "user", "shipping_address", "12 Elm St", "crm", "tool", 3),
                Candidate("u2", "user", "preferred_contact", "sms", "crm", "tool", 5),
                Candidate("u2", "user", "shipping_address", "48 Harbor Rd.", "orders", "tool", 11)]
-ASSISTANT_NOISE = ["I have updated your address to 9 Oak Ave.", "I've changed your delivery window to mornings.",
+ASSISTANT_NOISE = ["I have updated your address to 9 Oak Ave.",
+                   "I've changed your delivery window to mornings.",
                    "I have set your contact preference to phone."]
 
 
@@ -117,8 +118,9 @@ import sys
 from helpers.facts.writer import Candidate, FactMemory
 path, batch = sys.argv[1], int(sys.argv[2])
 memory = FactMemory.open(path)
+# new allergies and address corrections
 events = [Candidate(f"u{i % 97}", "user", "shipping_address" if i % 2 else "allergy", f"{i} Elm Street",
-                    f"chat:u{i % 97}", "user", i) for i in range(100_000)]  # new allergies and address corrections
+                    f"chat:u{i % 97}", "user", i) for i in range(100_000)]
 for number, start in enumerate(range(0, len(events), batch), 1):
     memory.write_many(events[start:start + batch] + events[max(0, start - 5):start])  # plus 5 replays
     print(f"committed {number}", flush=True)
@@ -148,13 +150,15 @@ def test_process_killed_mid_ingest_keeps_every_commit_and_no_partial_write(tmp_p
     assert audited >= batch + (committed - 1) * per_transaction  # nothing acknowledged was lost
     assert (audited - batch) % per_transaction == 0  # whole transactions only
     checks = {
-        "provenance without a fact": "SELECT COUNT(*) FROM provenance p LEFT JOIN facts f ON f.id = p.fact_id "
-                                     "WHERE f.id IS NULL",
+        "provenance without a fact": "SELECT COUNT(*) FROM provenance p LEFT JOIN facts f "
+                                     "ON f.id = p.fact_id WHERE f.id IS NULL",
         "facts without provenance": "SELECT COUNT(*) FROM facts f WHERE NOT EXISTS "
                                     "(SELECT 1 FROM provenance p WHERE p.fact_id = f.id)",
-        "facts without the audit row that made them": "SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 "
-                                                      "FROM audit a WHERE a.fact_id = f.id AND a.outcome != 'noop')",
-        "audit rows naming a missing fact": "SELECT COUNT(*) FROM audit a LEFT JOIN facts f ON f.id = a.fact_id "
+        "facts without the audit row that made them": (
+            "SELECT COUNT(*) FROM facts f WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.fact_id = f.id "
+            "AND a.outcome != 'noop')"),
+        "audit rows naming a missing fact": "SELECT COUNT(*) FROM audit a LEFT JOIN facts f "
+                                            "ON f.id = a.fact_id "
                                             "WHERE a.fact_id IS NOT NULL AND f.id IS NULL",
         "keys with two active values": "SELECT COUNT(*) FROM (SELECT 1 FROM facts WHERE status = 'active' "
                                        "GROUP BY user_id, subject, attribute, slot HAVING COUNT(*) > 1)",
