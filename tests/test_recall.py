@@ -8,8 +8,9 @@ import pytest
 from helpers.config import load_settings
 from helpers.embeddings import EmbeddingTruncationWarning
 from helpers.history import find_problems
-from helpers.memory.recall import (EMBED_CHARS, RecallIndex, RecallWarning, is_question, is_substantive,
-                                   near_identical, quote_turn, recall_block)
+from helpers.memory.recall import (EMBED_CHARS, RECENCY_WEIGHT, RecallIndex, RecallWarning, is_question,
+                                   is_substantive, merge_repeats, near_identical, quote_turn, rank, recall_block,
+                                   statements)
 from helpers.standin.server import make_offline_client
 
 
@@ -238,3 +239,25 @@ def test_a_turn_found_by_its_statement_is_quoted_by_that_line_alone():
     assert by_statement.text == '[turn 0] user: "My locker number is 4471."'
     by_answer = index.search("When does the library open?", k=1)[0]
     assert by_answer.turn_id == 1 and "(tools used: search_campus_info)" in by_answer.text
+
+
+def test_statements_skip_questions_and_small_talk():
+    said = statements("Thanks! My locker is 4471.  Who is my advisor? Remind me later. I moved to Wren Hall.")
+    assert said == ["My locker is 4471.", "I moved to Wren Hall."]
+
+
+def test_rank_adds_the_documented_recency_term_and_breaks_ties_toward_the_newest():
+    ranked = rank({10: 0.5, 20: 0.5, 30: 0.4})
+    assert [turn for turn, _ in ranked] == [20, 10, 30]
+    scores = dict(ranked)
+    assert scores[10] == 0.5 and scores[30] == pytest.approx(0.4 + RECENCY_WEIGHT)
+    assert scores[20] == pytest.approx(0.5 + RECENCY_WEIGHT / 2)
+    assert [turn for turn, _ in rank({4: 0.7, 9: 0.7 - RECENCY_WEIGHT})] == [9, 4]  # an exact tie: newest
+
+
+def test_merge_repeats_groups_restatements_and_keeps_k_groups():
+    texts = {1: "My locker is 4471.", 5: "By the way, my locker is 4471.", 7: "My locker is 5502.",
+             9: "I moved to Wren Hall."}
+    ranked = [(5, 0.9), (1, 0.9), (7, 0.8), (9, 0.5)]
+    assert merge_repeats(ranked, texts, k=2) == [[5, 1], [7]]
+    assert merge_repeats(ranked, texts, k=3) == [[5, 1], [7], [9]]

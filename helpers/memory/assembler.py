@@ -1,5 +1,10 @@
 """One context assembler (lessons 08-09): every memory strategy under one token budget.
 
+The module opens with the core notebook 09 builds: ``fit_window`` (the newest whole turns
+that fit), ``assemble_context`` (the budget split) and ``mark_superseded`` (an old value is
+quoted only with a note naming its replacement). The block fitters, the report and
+``MemoryAssembler`` (the state a session keeps) follow.
+
 ``assemble_context`` builds the request that starts a turn, in this order:
 
 1. **fixed costs** -- request overhead, tool schemas, a ``reserve`` for the turn's later
@@ -76,6 +81,79 @@ class Shares:
 DEFAULT_SHARES = Shares()
 
 
+def fit_window(window: Sequence[tuple[int, Sequence[dict]]], left: int | None,
+               count: Count) -> tuple[list[dict], Part]:
+    """The newest whole turns that fit ``left``, stopping at the first that does not (no gaps)."""
+    part, kept = Part("window", 0, left), []
+    for turn_id, turn in reversed(list(window)):
+        cost = sum(count(m) for m in turn)
+        if part.dropped or (left is not None and part.tokens + cost > left):
+            part.dropped.insert(0, turn_id)
+            continue
+        kept[:0] = list(turn)
+        part.tokens += cost
+        part.included.insert(0, turn_id)
+    return kept, part
+
+
+def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequence[dict]]],
+                     question: str, *, budget: int | None = None, fixed: int = tokens.REPLY_PRIMING,
+                     count: Count = tokens.count_message, shares: Shares = DEFAULT_SHARES,
+                     profile_lines: Sequence[str] = (), summary: RollingSummary | None = None,
+                     recalled: Sequence[Recalled] = ()) -> Assembly:
+    """The request for ``question`` under ``budget``, built in the documented order (see the module)."""
+    system_msg, question_msg, head, tail = fixed_parts(system_prompt, question, budget, fixed, count)
+    room = None if budget is None else budget - sum(p.tokens for p in head + tail)  # what the blocks share
+    notes: list[str] = []
+
+    def cap(share: float) -> int | None:  # a block may use at most its share of the room
+        return None if room is None else int(room * share)
+
+    def left_after(left: int | None, part: Part) -> int | None:  # the room still unused after a block
+        return None if left is None else left - part.tokens
+
+    profile_msg, profile_part = fit_profile(profile_lines, cap(shares.profile), count)
+    left = left_after(room, profile_part)
+    summary_msg, summary_part = fit_summary(summary, cap(shares.summary), left, count, notes)
+    left = left_after(left, summary_part)
+    recall_msg, recall_part = fit_recall(recalled, cap(shares.recall), left, count)
+    left = left_after(left, recall_part)
+    window_msgs, window_part = fit_window(window, left, count)  # the window gets everything still unused
+
+    blocks = [m for m in (profile_msg, summary_msg, recall_msg) if m is not None]
+    messages = system_msg + blocks + window_msgs
+    problems = find_problems(messages + [question_msg])
+    if problems:  # whole turns are always valid; checked so that a bug can never reach a server
+        raise HistoryError.invalid(problems)
+    parts = head + [profile_part, summary_part, recall_part, window_part] + tail
+    return Assembly(messages, question_msg, ContextReport(budget, parts, notes))
+
+
+_TURN_LINE = re.compile(r"^\[turn (\d+)\]")
+
+
+def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
+    """Add a superseded note to each ``[turn N]`` line quoting a value that a later turn replaced.
+
+    ``pairs`` are (old, current) facts with ``value``, ``turn_id`` and ``label``
+    (``ProfileMemory.superseded()``).
+    """
+    if not pairs:
+        return text
+    out = []
+    for line in text.split("\n"):
+        match = _TURN_LINE.match(line)
+        if match:
+            said, lowered = int(match.group(1)), line.lower()
+            for old, current in pairs:
+                if (said < current.turn_id and old.value.lower() in lowered
+                        and f'is now "{current.value.lower()}"' not in lowered):
+                    note = f'{current.label} is now "{current.value}"'
+                    line += f" (superseded at turn {current.turn_id}: {note})"
+        out.append(line)
+    return "\n".join(out)
+
+
 @dataclass
 class Part:
     """One part of an assembled request: its tokens, its cap, what it included and dropped."""
@@ -112,7 +190,8 @@ class ContextReport:
 
     def lines(self) -> list[str]:
         """The report as short text lines."""
-        head = f"budget {self.budget:,} tokens, used {self.total:,}" if self.budget else f"no budget, used {self.total:,}"
+        used = f"used {self.total:,}"
+        head = f"budget {self.budget:,} tokens, {used}" if self.budget else f"no budget, {used}"
         out = [head]
         for p in self.parts:
             cap = f"≤{p.cap:,}" if p.cap is not None else ""
@@ -148,31 +227,8 @@ class Assembly:
         return self.messages + [self.question]
 
 
-_TURN_LINE = re.compile(r"^\[turn (\d+)\]")
 _STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to was what what's when where "
                         "which who why how you your again tell remind say said".split())
-
-
-def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
-    """Add a superseded note to each ``[turn N]`` line quoting a value that a later turn replaced.
-
-    ``pairs`` are (old, current) facts with ``value``, ``turn_id`` and ``label``
-    (``ProfileMemory.superseded()``).
-    """
-    if not pairs:
-        return text
-    out = []
-    for line in text.split("\n"):
-        match = _TURN_LINE.match(line)
-        if match:
-            said, lowered = int(match.group(1)), line.lower()
-            for old, current in pairs:
-                if (said < current.turn_id and old.value.lower() in lowered
-                        and f'is now "{current.value.lower()}"' not in lowered):
-                    note = f'{current.label} is now "{current.value}"'
-                    line += f" (superseded at turn {current.turn_id}: {note})"
-        out.append(line)
-    return "\n".join(out)
 
 
 def fact_text(line: str) -> str:
@@ -200,7 +256,7 @@ def _system(header: str, lines: Sequence[str]) -> dict:
     return {"role": "system", "content": header + "\n" + "\n".join(lines)}
 
 
-def _fit_profile(lines: Sequence[str], cap: int | None, count: Count) -> tuple[dict | None, Part]:
+def fit_profile(lines: Sequence[str], cap: int | None, count: Count) -> tuple[dict | None, Part]:
     """The profile block within ``cap``: stale facts go first, then the least important (last) ones."""
     part, lines = Part("profile", 0, cap), list(lines)
     while lines and cap is not None and count(_system(PROFILE_HEADER, lines)) > cap:
@@ -213,7 +269,7 @@ def _fit_profile(lines: Sequence[str], cap: int | None, count: Count) -> tuple[d
     return message, part
 
 
-def _fit_summary(summary: RollingSummary | None, cap: int | None, left: int | None, count: Count,
+def fit_summary(summary: RollingSummary | None, cap: int | None, left: int | None, count: Count,
                  notes: list[str]) -> tuple[dict | None, Part]:
     """The summary block within ``cap``: oldest lines go first; pinned lines may borrow up to ``left``."""
     part = Part("summary", 0, cap)
@@ -237,11 +293,12 @@ def _fit_summary(summary: RollingSummary | None, cap: int | None, left: int | No
         return None, part
     part.tokens, part.included = count(message), list(summary.turn_ids)
     if cut:
-        part.note = "; ".join(x for x in (part.note, f"{cut} oldest line{'s' if cut > 1 else ''} trimmed") if x)
+        trimmed = f"{cut} oldest line{'s' if cut > 1 else ''} trimmed"
+        part.note = "; ".join(x for x in (part.note, trimmed) if x)
     return message, part
 
 
-def _fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
+def fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
                 count: Count) -> tuple[dict | None, Part]:
     """The recall block: best match first, skipping any turn that would overflow the share."""
     part = Part("recall", 0, cap)
@@ -259,27 +316,9 @@ def _fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
     return message, part
 
 
-def _fit_window(window: Sequence[tuple[int, Sequence[dict]]], left: int | None,
-                count: Count) -> tuple[list[dict], Part]:
-    """The newest whole turns that fit ``left``, stopping at the first that does not (no gaps)."""
-    part, kept = Part("window", 0, left), []
-    for turn_id, turn in reversed(list(window)):
-        cost = sum(count(m) for m in turn)
-        if part.dropped or (left is not None and part.tokens + cost > left):
-            part.dropped.insert(0, turn_id)
-            continue
-        kept[:0] = list(turn)
-        part.tokens += cost
-        part.included.insert(0, turn_id)
-    return kept, part
-
-
-def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequence[dict]]], question: str, *,
-                     budget: int | None = None, fixed: int = tokens.REPLY_PRIMING,
-                     count: Count = tokens.count_message, shares: Shares = DEFAULT_SHARES,
-                     profile_lines: Sequence[str] = (), summary: RollingSummary | None = None,
-                     recalled: Sequence[Recalled] = ()) -> Assembly:
-    """The request for ``question`` under ``budget``, built in the documented order (see the module)."""
+def fixed_parts(system_prompt: str | None, question: str, budget: int | None, fixed: int,
+                count: Count) -> tuple[list[dict], dict, list[Part], list[Part]]:
+    """The messages and parts always sent (system prompt, question, fixed costs), checked against a budget."""
     if not isinstance(question, str) or not question.strip():
         raise EmptyMessageError("the message is empty; type a question (nothing was sent and the session is "
                                 "unchanged)")
@@ -292,28 +331,9 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     mandatory = sum(p.tokens for p in head + tail)
     if budget is not None and mandatory > budget:
         raise ContextBudgetError(
-            f"the system prompt, the question and fixed costs (tools, overhead) need {mandatory:,} tokens but the "
-            f"budget is {budget:,}; raise the budget or shorten the question (nothing was sent)")
-    room = None if budget is None else budget - mandatory
-    cap = (lambda share: None) if room is None else (lambda share: int(room * share))
-    spend = (lambda left, part: None) if room is None else (lambda left, part: left - part.tokens)
-    notes: list[str] = []
-
-    profile_msg, profile_part = _fit_profile(profile_lines, cap(shares.profile), count)
-    left = spend(room, profile_part)
-    summary_msg, summary_part = _fit_summary(summary, cap(shares.summary), left, count, notes)
-    left = spend(left, summary_part)
-    recall_msg, recall_part = _fit_recall(recalled, cap(shares.recall), left, count)
-    left = spend(left, recall_part)
-    window_msgs, window_part = _fit_window(window, left, count)
-
-    blocks = [m for m in (profile_msg, summary_msg, recall_msg) if m is not None]
-    messages = system_msg + blocks + window_msgs
-    problems = find_problems(messages + [question_msg])
-    if problems:
-        raise HistoryError.invalid(problems)
-    report = ContextReport(budget, head + [profile_part, summary_part, recall_part, window_part] + tail, notes)
-    return Assembly(messages, question_msg, report)
+            f"the system prompt, the question and fixed costs (tools, overhead) need {mandatory:,} tokens "
+            f"but the budget is {budget:,}; raise the budget or shorten the question (nothing was sent)")
+    return system_msg, question_msg, head, tail
 
 
 class MemoryAssembler:
@@ -325,11 +345,13 @@ class MemoryAssembler:
     """
 
     def __init__(self, *, summariser: Summariser | bool = True, recall: RecallIndex | bool = True,
-                 profile: ProfileMemory | bool = True, keep: Sequence[str] = (), shares: Shares = DEFAULT_SHARES,
-                 count: Count = tokens.count_message, window_turns: int = DEFAULT_WINDOW_TURNS, reserve: int = 0,
+                 profile: ProfileMemory | bool = True, keep: Sequence[str] = (),
+                 shares: Shares = DEFAULT_SHARES, count: Count = tokens.count_message,
+                 window_turns: int = DEFAULT_WINDOW_TURNS, reserve: int = 0,
                  client: Any = None, settings: Any = None):
         # (``x or None`` would be wrong here: an empty RecallIndex or ProfileMemory is falsy)
-        self.summariser = Summariser() if summariser is True else (None if summariser is False else summariser)
+        self.summariser = Summariser() if summariser is True else \
+            (None if summariser is False else summariser)
         self.recall = RecallIndex() if recall is True else (None if recall is False else recall)
         self.profile = ProfileMemory() if profile is True else (None if profile is False else profile)
         self.keep = list(keep)
@@ -359,8 +381,8 @@ class MemoryAssembler:
     # -- the three hooks a session calls
     def forget(self, turns: Sequence[Any]) -> list[str]:
         """Turns that left the window: fold them into the summary (kept as pending if that fails)."""
-        self.pending += [(int(t.turn_id), list(t.messages)) if hasattr(t, "turn_id") else (int(t[0]), list(t[1]))
-                         for t in turns]
+        self.pending += [(int(t.turn_id), list(t.messages)) if hasattr(t, "turn_id")
+                         else (int(t[0]), list(t[1])) for t in turns]
         if self.summariser is None:
             self.pending = []
             return []
@@ -419,7 +441,8 @@ class MemoryAssembler:
             profile_lines=profile_lines, summary=summary, recalled=recalled)
         assembly.report.warnings += caught
         if self.pending:
-            assembly.report.warnings.append(f"{format_turn_ids([i for i, _ in self.pending])} not summarised yet")
+            waiting = format_turn_ids([i for i, _ in self.pending])
+            assembly.report.warnings.append(f"{waiting} not summarised yet")
         self.last_assembly = assembly
         return assembly
 
@@ -441,7 +464,8 @@ class MemoryAssembler:
 
     def state(self) -> dict:
         """JSON-ready state for ``ChatSession.snapshot()``."""
-        return {"summary": self.summary.to_dict(), "pending": [[i, m] for i, m in self.pending], "keep": self.keep,
+        return {"summary": self.summary.to_dict(), "pending": [[i, m] for i, m in self.pending],
+                "keep": self.keep,
                 "recall": self.recall.state() if self.recall is not None else None,
                 "profile": self.profile.state() if self.profile is not None else None}
 

@@ -1,5 +1,10 @@
 """Recall of older turns by meaning (lesson 09): embed past turns, bring back the relevant ones.
 
+The module opens with the core notebook 09 builds: ``statements`` (what of a user's message is
+evidence), ``rank`` (similarity plus a recency term, ties to the newest turn) and
+``merge_repeats`` (near-identical restatements become one). ``RecallIndex`` uses them and
+adds the bookkeeping: embedding in batches, tool answers, quoting, saving and restoring.
+
 Every finished turn is offered to ``RecallIndex.add``. Small talk ("ok", "thanks",
 "got it") is filtered out before anything is embedded, and so are questions: a question is
 not a statement, so "Who is my advisor?" asked three times is never recalled as evidence
@@ -50,7 +55,8 @@ RECALL_HEADER = "Recalled earlier turns (quoted from this conversation; not new 
 DEFAULT_K = 3
 DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
 ACKNOWLEDGEMENTS = frozenset("""ok okay k kk thanks thank you thx ty cool great nice sure yes yep yeah no nope
-fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol sounds good will do noted""".split())
+fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol sounds good will do
+noted""".split())
 RECENCY_WEIGHT = 0.05  # at most this much is added to the newest turn's similarity
 ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user statement
 ANSWER_CHARS = 240  # a recalled tool answer is quoted up to this many characters
@@ -79,6 +85,24 @@ def is_question(text: Any) -> bool:
     return text.endswith("?") or _INTERROGATIVES.match(text) is not None
 
 
+def statements(user_text: str) -> list[str]:
+    """The sentences of a user's message that state something: questions and small talk are not evidence."""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(user_text.split()))
+    return [sentence for sentence in sentences if is_substantive(sentence) and not is_question(sentence)]
+
+
+def rank(best: Mapping[int, float]) -> list[tuple[int, float]]:
+    """(turn id, score), best first: similarity plus RECENCY_WEIGHT x recency; ties go to the newer turn.
+
+    ``best`` maps each turn to the similarity of its best piece. Recency runs from 0 for the
+    oldest turn in ``best`` to 1 for the newest.
+    """
+    oldest, newest = min(best), max(best)
+    span = max(newest - oldest, 1)
+    score = {turn: similarity + RECENCY_WEIGHT * (turn - oldest) / span for turn, similarity in best.items()}
+    return sorted(score.items(), key=lambda item: (-round(item[1], 6), -item[0]))
+
+
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9']+", text.lower()))
 
@@ -89,6 +113,18 @@ def near_identical(a: str, b: str, threshold: float = NEAR_IDENTICAL) -> bool:
     if not wa or not wb:
         return False
     return len(wa & wb) / min(len(wa), len(wb)) >= threshold and abs(len(wa) - len(wb)) <= 3
+
+
+def merge_repeats(ranked: Sequence[tuple[int, float]], texts: Mapping[int, str], k: int) -> list[list[int]]:
+    """Up to ``k`` groups of turn ids, best first; a turn that restates a group's first turn joins it."""
+    groups: list[list[int]] = []
+    for turn_id, _score in ranked:
+        group = next((g for g in groups if near_identical(texts[turn_id], texts[g[0]])), None)
+        if group is not None:
+            group.append(turn_id)
+        elif len(groups) < k:
+            groups.append([turn_id])
+    return groups
 
 
 def _content(message: dict) -> str:
@@ -171,13 +207,13 @@ class RecallIndex:
     def add(self, turn_id: int, messages: Sequence[dict]) -> bool:
         """Remember one finished turn; returns False when it was small talk (not stored)."""
         user, answer, tools = turn_parts(messages)
-        statements = [x for x in re.split(r"(?<=[.!?])\s+", user) if is_substantive(x) and not is_question(x)]
+        said = statements(user)
         answers = [answer] if answer and tools else []  # an assistant's words without a tool: no evidence
-        if not is_substantive(user) or not (statements or answers):
+        if not is_substantive(user) or not (said or answers):
             self.skipped.append(turn_id)
             return False
         self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars)
-        pieces = statements[: MAX_PIECES - 1] + answers
+        pieces = said[: MAX_PIECES - 1] + answers
         self.texts[turn_id] = [_clip(piece, EMBED_CHARS) for piece in pieces]
         self.answers[turn_id] = len(answers)
         return True
@@ -282,7 +318,8 @@ class RecallIndex:
             self._catch_up()
             query = self._query_vector(question)
         except EmbeddingError as exc:
-            warnings.warn(f"recall skipped this turn: {str(exc).splitlines()[0]}", RecallWarning, stacklevel=2)
+            first_line = str(exc).splitlines()[0]
+            warnings.warn(f"recall skipped this turn: {first_line}", RecallWarning, stacklevel=2)
             return []
         similarity = self._matrix @ query - ANSWER_PENALTY * self._is_answer
         turns, row_turn = np.unique(np.asarray(self._ids), return_inverse=True)  # each row's turn
@@ -291,28 +328,19 @@ class RecallIndex:
         said = np.full(len(turns), -np.inf)
         np.maximum.at(said, row_turn, np.where(self._is_answer, -np.inf, similarity))  # its best statement
         self._said_best = set(turns[said >= best].tolist())  # turns quoted by the user's words alone
-        ordered = sorted(self.texts)
-        span = max(ordered[-1] - ordered[0], 1)
-        scores = best + RECENCY_WEIGHT * (turns - ordered[0]) / span
-        keep = (best >= self.min_score) & ~np.isin(turns, list(excluded)) & np.isin(turns, list(self.quotes))
-        ranked = sorted(zip(turns[keep].tolist(), scores[keep].tolist()),
-                        key=lambda item: (-round(item[1], 6), -item[0]))  # ties: newest first
+        similarity_of = dict(zip(turns.tolist(), best.tolist()))
+        ranked = [(turn_id, score) for turn_id, score in rank(similarity_of)
+                  if similarity_of[turn_id] >= self.min_score and turn_id not in excluded
+                  and turn_id in self.quotes]
         return self._merged(ranked[:MERGE_POOL * k], k)
 
     def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
         """The top ``k`` after merging near-identical statements into their newest occurrence."""
-        groups: list[list[tuple[int, float]]] = []
-        for turn_id, score in ranked:
-            text = " ".join(self.texts[turn_id])
-            group = next((g for g in groups if near_identical(text, " ".join(self.texts[g[0][0]]))), None)
-            if group is not None:
-                group.append((turn_id, score))
-            elif len(groups) < k:
-                groups.append([(turn_id, score)])
+        score_of = dict(ranked)
         out = []
-        for group in groups:
-            ids = sorted(i for i, _ in group)
-            newest, score = ids[-1], max(s for _, s in group)
+        for group in merge_repeats(ranked, {i: " ".join(self.texts[i]) for i in score_of}, k):
+            ids = sorted(group)
+            newest, score = ids[-1], max(score_of[i] for i in group)
             text = self.quotes[newest]
             if newest in self._said_best:  # the user's statement matched: the answer adds nothing
                 text = text.split("\n", 1)[0]
