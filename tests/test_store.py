@@ -88,7 +88,7 @@ def test_resumed_session_resolves_a_follow_up_from_the_stored_turns(store):
     assert "Thursday 18:00 is" in resumed.chat(UNTIL)  # the AI club, from the stored turn
 
 
-# --- the readable core notebook 11 builds (helpers/sessions/basic.py) and what the store keeps of it ------------
+# --- the readable core notebook 11 builds (helpers/sessions/basic.py), pinned to the store ---------------
 
 def test_the_basic_table_and_the_store_restore_the_same_snapshot(store, tmp_path):
     session = NotingSession(max_turns=1)

@@ -30,13 +30,14 @@ FOLLOW_UP = "How many days until that?"
 
 
 def offline_client(fails: Callable[[int], bool] = lambda n: False) -> openai.OpenAI:
-    """An OpenAI client on the offline stand-in whose ``n``-th request (from 1) gets HTTP 503 when ``fails(n)``."""
+    """A client of the offline stand-in whose ``n``-th request (from 1) gets HTTP 503 when ``fails(n)``."""
     seen = {"n": 0}
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         seen["n"] += 1
         if fails(seen["n"]):
-            return httpx2.Response(503, json={"error": {"message": "overloaded (simulated)", "type": "server_error"}})
+            error = {"message": "overloaded (simulated)", "type": "server_error"}
+            return httpx2.Response(503, json={"error": error})
         return handle(request)
 
     client = openai.OpenAI(api_key="offline", base_url="http://offline.stand-in/v1", max_retries=0,
@@ -57,7 +58,8 @@ def scratch_store() -> Iterator[SQLiteSessionStore]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _open(store: SQLiteSessionStore, session_id: str, client: openai.OpenAI | None = None) -> PersistentSession:
+def _open(store: SQLiteSessionStore, session_id: str, client: openai.OpenAI | None = None
+          ) -> PersistentSession:
     return PersistentSession.open(store, "ada", session_id, client=client or offline_client(),
                                   settings=load_settings("offline"))
 
@@ -89,28 +91,30 @@ def _check_fork(fork_before) -> str:
             branch_id = f"branch-{number}"
             branch = fork_before(session, question, branch_id)
             if not isinstance(branch, PersistentSession):
-                raise Hint(f"fork_before returned {type(branch).__name__}; return what session.fork(...) returns")
+                raise Hint(f"fork_before returned {type(branch).__name__}; return what session.fork(...) "
+                           "returns")
             if branch.session_id != branch_id:
                 raise Hint(f"the branch is stored as {branch.session_id!r}; store it under new_session_id "
                            f"({branch_id!r})")
             if store.load_state("ada", session.session_id).state != original:
-                raise Hint("the original session changed; fork() leaves it alone, so use fork and nothing else")
+                raise Hint("the original session changed; fork() leaves it alone, so use fork and nothing "
+                           "else")
             kept = [t.question for t in branch.turns]
             if kept != wanted:
                 ids = [(t.turn_id, t.question) for t in session.turns]
                 detail = (" Turn ids are never reused: after an undo, a turn's position in the list and its "
                           "turn_id differ. Use the turn_id of the TurnRecord that asked the question."
                           if session is gapped else "")
-                raise Hint(f"in a session with turns {ids}, the branch before {question!r} kept {kept}, but it "
-                           f"should keep {wanted}. fork(at_turn, ...) keeps the turns whose id is below "
-                           f"at_turn.{detail}")
+                raise Hint(f"in a session with turns {ids}, the branch before {question!r} kept {kept}, "
+                           f"but it should keep {wanted}. fork(at_turn, ...) keeps the turns whose id is "
+                           f"below at_turn.{detail}")
             branches.append(branch)
         answer = branches[0].chat(FOLLOW_UP)
         if "Thursday" not in answer:
             raise Hint(f"the branch answered {FOLLOW_UP!r} with {answer!r}: it should still know the AI club "
                        "(Thursdays)")
-    return ("each branch keeps exactly the turns before the question (turn ids, not positions), the originals "
-            "are unchanged, and a branch still resolves 'that' from its own turns")
+    return ("each branch keeps exactly the turns before the question (turn ids, not positions), the "
+            "originals are unchanged, and a branch still resolves 'that' from its own turns")
 
 
 exercise_1 = Exercise(
@@ -125,8 +129,8 @@ exercise_1 = Exercise(
     checker=_check_fork, answers=("fork_before",),
     hints=("session.turns lists a TurnRecord per turn, with .turn_id and .question. Find the one that asked "
            "the question.",
-           "fork(at_turn, new_session_id) keeps the turns whose id is below at_turn: pass that turn's turn_id, "
-           "not its position in the list (an undo leaves a gap in the ids)."),
+           "fork(at_turn, new_session_id) keeps the turns whose id is below at_turn: pass that turn's "
+           "turn_id, not its position in the list (an undo leaves a gap in the ids)."),
 )
 
 
@@ -139,7 +143,7 @@ def _check_retry(ask_with_retry) -> str:
     if not callable(ask_with_retry):
         raise Hint("ask_with_retry must be a function: def ask_with_retry(session, text, tries=3): ...")
     with scratch_store() as store:
-        flaky = offline_client(lambda n: n % 3 == 0)  # every third request fails, often half-way through a turn
+        flaky = offline_client(lambda n: n % 3 == 0)  # every third request fails, often in mid-turn
         session = _open(store, "retry", flaky)
         for question in RETRY_QUESTIONS:
             try:
@@ -169,8 +173,8 @@ def _check_retry(ask_with_retry) -> str:
                        f"{down.requests_seen['n']} attempt(s); make exactly `tries` attempts")
         if session.turns or any(info.session_id == "down" for info in store.list_sessions("ada")):
             raise Hint("the failed attempts left a turn behind; let PersistentSession.chat do the saving")
-    return (f"{len(RETRY_QUESTIONS)} turns stored once each through an endpoint that fails every third request; "
-            "with the endpoint down it gives up after `tries` attempts and raises")
+    return (f"{len(RETRY_QUESTIONS)} turns stored once each through an endpoint that fails every third "
+            "request; with the endpoint down it gives up after `tries` attempts and raises")
 
 
 exercise_2 = Exercise(

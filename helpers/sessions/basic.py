@@ -20,7 +20,7 @@ from helpers.session import ChatSession
 
 
 def open_db(path):
-    """Open (or create) a SQLite file with one table: a session's snapshot as JSON, per user and session id."""
+    """Open or create a SQLite file with one table: a session's snapshot as JSON, per user and session id."""
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE IF NOT EXISTS saved_sessions (user_id TEXT NOT NULL, session_id TEXT NOT NULL, "
                "snapshot TEXT NOT NULL, PRIMARY KEY (user_id, session_id))")
@@ -28,7 +28,7 @@ def open_db(path):
 
 
 def save_session(db, user_id, session_id, session):
-    """Store ``session.snapshot()`` as JSON under the two ids, replacing what was there, in one transaction."""
+    """Store session.snapshot() as JSON under the two ids, replacing an older one, in one transaction."""
     with db:  # commits when the block succeeds, rolls back if it raises
         db.execute("INSERT INTO saved_sessions (user_id, session_id, snapshot) VALUES (?, ?, ?) "
                    "ON CONFLICT (user_id, session_id) DO UPDATE SET snapshot = excluded.snapshot",
@@ -36,7 +36,7 @@ def save_session(db, user_id, session_id, session):
 
 
 def load_session(db, user_id, session_id, **session_options):
-    """A ChatSession that continues the stored conversation, or None when nothing is stored under these ids."""
+    """A ChatSession continuing the stored conversation, or None when nothing is stored under these ids."""
     row = db.execute("SELECT snapshot FROM saved_sessions WHERE user_id = ? AND session_id = ?",
                      (user_id, session_id)).fetchone()
     if row is None:
