@@ -22,7 +22,7 @@ each decision and commits every change with one audit row per candidate.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from helpers.clock import now
@@ -47,8 +47,8 @@ class Plan:
     outcome: str                      # insert, noop, correction, conflict or rejected
     rule: str                         # replay, stale, assistant, same value, conflict, correction, new
     same: StoredFact | None = None    # the live fact that already holds the candidate's value
-    replaced: list[StoredFact] = field(default_factory=list)  # values only this source backed
-    rivals: list[StoredFact] = field(default_factory=list)    # values another source still backs
+    replaced: Sequence[StoredFact] = ()  # values only this source backed
+    rivals: Sequence[StoredFact] = ()    # values another source still backs
     seen: int | None = None           # the newest version already recorded from this source
 
 
@@ -183,13 +183,13 @@ class FactMemory:
 
     def _apply(self, work: WorkingSet, c: CheckedCandidate, plan: Plan) -> FactDecision:
         """Carry out ``plan`` in the working set and say why, in words an audit reader can follow."""
-        prov = Provenance(c.source_id, c.source_kind, c.source_version, c.evidence, work.at)
         same, replaced, rivals = plan.same, plan.replaced, plan.rivals
         if plan.rule in ("replay", "stale"):
             current = same or next((f for f in work.rows[c.key] if f.status in (ACTIVE, CONFLICT)
                                     and c.source_id in f.supporters), None)
             return _decision(c, NOOP, f"{plan.rule}: {c.source_id} v{c.source_version} is not newer than "
                                       f"v{plan.seen} already recorded for this key; nothing changes", current)
+        prov = Provenance(c.source_id, c.source_kind, c.source_version, c.evidence, work.at)
         if plan.rule == "same value":
             work.record_source(same, prov)
             return _decision(c, NOOP, f"same value again from {c.source_id} (repeat or paraphrase of "
