@@ -245,8 +245,9 @@ def test_verbose_session_shows_the_context_and_memory_events(capsys):
     session.chat("When is the library open?")
     out = capsys.readouterr().out
     assert "memory  profile name/name = 'Priya Raman' (turn 0)" in out
-    assert "memory  turn 1 is small talk" in out and "memory  summarised turn 0" in out
-    assert "context summary" in out
+    assert "memory  turn 1 states nothing to recall (a question or small talk)" in out
+    assert "memory  turn 2 states nothing to recall (a question or small talk)" in out
+    assert "memory  summarised turn 0" in out and "context summary" in out
 
 
 def test_budget_error_leaves_the_session_unchanged():

@@ -402,7 +402,7 @@ class MemoryAssembler:
         """A finished turn: index it for recall and extract profile facts from the user's words."""
         events = []
         if self.recall is not None and not self.recall.add(turn_id, messages):
-            events.append(f"turn {turn_id} is small talk: not indexed for recall")
+            events.append(f"turn {turn_id} states nothing to recall (a question or small talk): not indexed")
         if self.profile is not None:
             user, answer, _ = turn_parts(messages)
             update = self.profile.update(turn_id, user, answer)
