@@ -1,8 +1,10 @@
 """What the PostgreSQL stores for sessions (notebook 11) and durable facts (notebook 10) share.
 
 One connection per thread, named migrations applied under an advisory lock, advisory-lock ids, and
-DSNs shown without their password. ``helpers.sessions.postgres`` and ``helpers.facts.postgres`` build
-their stores on it. Uses psycopg 3 (``pip install "psycopg[binary]"``).
+DSNs shown without their password. An *advisory lock* is a PostgreSQL lock on a number rather than on a
+table or row: the database enforces nothing else, our code simply takes the lock for a key's number (a
+hash of the key) before touching that key, so two writers of one key take turns.
+``helpers.sessions.postgres`` and ``helpers.facts.postgres`` build their stores on it. Uses psycopg 3 (``pip install "psycopg[binary]"``).
 
 How the guarantees carry over from SQLite, where one file lock serialised every writer:
 
@@ -55,8 +57,8 @@ class Connections:
 
     def __init__(self, dsn: str, schema: str | None, error: type[RuntimeError], connect_timeout: int):
         if schema is not None and not SCHEMA_NAME.match(schema):
-            raise error(f"schema {schema!r} must be lowercase letters, digits and _ (at most 63, not starting "
-                        "with pg_), e.g. 'workshop'")
+            raise error(f"schema {schema!r} must be lowercase letters, digits and _ (at most 63, not "
+                        "starting with pg_), e.g. 'workshop'")
         self.dsn, self.schema, self.error = dsn, schema, error
         self.where = describe_dsn(dsn) + (f" (schema {schema})" if schema else "")
         self.connect_timeout = connect_timeout
@@ -66,6 +68,7 @@ class Connections:
         self.closed = False
 
     def get(self) -> psycopg.Connection:
+        """This thread's connection, opened (or reopened after a failure) when needed."""
         if self.closed:
             raise self.error(f"this store on {self.where} is closed, so nothing can be read or saved; open a "
                              "new one")
@@ -82,13 +85,15 @@ class Connections:
         except psycopg.Error as err:
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             reason = redact_dsn(reason, self.dsn)  # libpq quotes the parts of a DSN it cannot parse
-            raise self.error(f"could not connect to PostgreSQL at {self.where} ({reason}); check that the server "
-                             "is running and the DSN is right (tests/setup_postgres.sh starts a local one)") from None
+            raise self.error(f"could not connect to PostgreSQL at {self.where} ({reason}); check that the "
+                             "server is running and the DSN is right (tests/setup_postgres.sh starts a local "
+                             "one)") from None
         with self._lock:
             self._all.append(conn)
         return conn
 
     def close(self) -> None:
+        """Close every connection, from any thread; the store cannot be used afterwards."""
         with self._lock:
             for conn in self._all:
                 conn.close()
@@ -98,7 +103,11 @@ class Connections:
 
 def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],
              owned: Sequence[str]) -> None:
-    """Apply missing migrations under an advisory lock; refuse newer or foreign schemas untouched."""
+    """Apply missing migrations under an advisory lock; refuse newer or foreign schemas untouched.
+
+    SQLite files use ``helpers.migrations.apply_migrations``; this runner also serialises processes
+    that start at once, creates the ``schema=`` and refuses tables it did not create.
+    """
     conn = conns.get()
     latest = migrations[-1][0]
     with conn.transaction():
@@ -110,14 +119,15 @@ def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str,
             done = {row[0] for row in conn.execute(sql.SQL("SELECT version FROM {}").format(
                 sql.Identifier(table)))}
             if done and max(done) > latest:
-                raise conns.error(f"{conns.where} was written by a newer version of the workshop ({table} version "
-                                  f"{max(done)}; this code knows up to {latest}); nothing was changed - upgrade the "
-                                  "helpers package or use another schema")
+                raise conns.error(f"{conns.where} was written by a newer version of the workshop ({table} "
+                                  f"version {max(done)}; this code knows up to {latest}); nothing was changed - "
+                                  "upgrade the helpers package or use another schema")
         else:
             clash = [name for name in owned if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]]
             if clash:
-                raise conns.error(f"{conns.where} already has tables {', '.join(clash)} that this store did not "
-                                  f"create (no {table} table); nothing was changed - use another database or schema=")
+                raise conns.error(f"{conns.where} already has tables {', '.join(clash)} that this store did "
+                                  f"not create (no {table} table); nothing was changed - use another database or "
+                                  "schema=")
             conn.execute(sql.SQL("CREATE TABLE {} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                                          "applied_at TEXT NOT NULL)").format(sql.Identifier(table)))
             done = set()
@@ -130,9 +140,9 @@ def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str,
 
 
 def schema_version(conns: Connections, table: str) -> int:
+    """The highest migration recorded in ``table`` (0 before any)."""
     query = sql.SQL("SELECT MAX(version) FROM {}").format(sql.Identifier(table))
     return int(conns.get().execute(query).fetchone()[0] or 0)
-
 
 
 def drop_schema(dsn: str, schema: str) -> None:
