@@ -4,7 +4,8 @@ One connection per thread, named migrations applied under an advisory lock, advi
 DSNs shown without their password. An *advisory lock* is a PostgreSQL lock on a number rather than on a
 table or row: the database enforces nothing else, our code simply takes the lock for a key's number (a
 hash of the key) before touching that key, so two writers of one key take turns.
-``helpers.sessions.postgres`` and ``helpers.facts.postgres`` build their stores on it. Uses psycopg 3 (``pip install "psycopg[binary]"``).
+``helpers.sessions.postgres`` and ``helpers.facts.postgres`` build their stores on it. Uses psycopg 3
+(``pip install "psycopg[binary]"``).
 
 How the guarantees carry over from SQLite, where one file lock serialised every writer:
 
@@ -120,14 +121,14 @@ def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str,
                 sql.Identifier(table)))}
             if done and max(done) > latest:
                 raise conns.error(f"{conns.where} was written by a newer version of the workshop ({table} "
-                                  f"version {max(done)}; this code knows up to {latest}); nothing was changed - "
-                                  "upgrade the helpers package or use another schema")
+                                  f"version {max(done)}; this code knows up to {latest}); nothing was "
+                                  "changed - upgrade the helpers package or use another schema")
         else:
             clash = [name for name in owned if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]]
             if clash:
                 raise conns.error(f"{conns.where} already has tables {', '.join(clash)} that this store did "
-                                  f"not create (no {table} table); nothing was changed - use another database or "
-                                  "schema=")
+                                  f"not create (no {table} table); nothing was changed - use another "
+                                  "database or schema=")
             conn.execute(sql.SQL("CREATE TABLE {} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                                          "applied_at TEXT NOT NULL)").format(sql.Identifier(table)))
             done = set()
