@@ -142,6 +142,26 @@ def _names(facts: Iterable[StoredFact]) -> str:
     return ", ".join(repr(f.value) for f in facts)
 
 
+def _reason(c: CheckedCandidate, plan: Plan, confirms_proposal: bool) -> str:
+    """Why an insert, correction or conflict happened, in words an audit reader can follow."""
+    same, replaced, rivals = plan.same, plan.replaced, plan.rivals
+    if plan.outcome == CONFLICT:
+        backers = "; ".join(f"{f.value!r} from {', '.join(sorted(f.supporters))}" for f in rivals)
+        dropped = f" ({c.source_id}'s own earlier {_names(replaced)} is superseded)" if replaced else ""
+        return (f"{c.source_id} says {c.value!r} but {backers}: authoritative sources disagree, so the key "
+                f"is held for review and not used for answers (resolve() settles it){dropped}")
+    if plan.outcome == CORRECTION:
+        was_conflict = len(replaced) + (same is not None) > 1  # more than one live value before
+        settled = " and the open conflict is settled because the sources now agree" if was_conflict else ""
+        return (f"{c.source_id} v{c.source_version} replaces {_names(replaced)}, which only it supported; "
+                f"the old value is kept as history{settled}")
+    if same is not None:
+        return (f"independent source {c.source_id} agrees with {same.value!r}; "
+                f"support {same.support - 1} -> {same.support}")
+    confirms = " (confirms an earlier assistant proposal, until now ineligible)"
+    return "new fact" + (confirms if confirms_proposal else "")
+
+
 class FactMemory:
     """The reconciling writer plus review reads, over any FactStore (SQLite by default)."""
 
@@ -182,7 +202,7 @@ class FactMemory:
             return None, [f"the candidate could not be checked ({type(err).__name__})"]
 
     def _apply(self, work: WorkingSet, c: CheckedCandidate, plan: Plan) -> FactDecision:
-        """Carry out ``plan`` in the working set and say why, in words an audit reader can follow."""
+        """Carry out ``plan`` in the working set; the decision says why."""
         same, replaced, rivals = plan.same, plan.replaced, plan.rivals
         if plan.rule in ("replay", "stale"):
             current = same or next((f for f in work.rows[c.key] if f.status in (ACTIVE, CONFLICT)
@@ -212,23 +232,8 @@ class FactMemory:
         for f in [fact, *rivals]:
             if f.status != status:
                 work.set_status(f, status)
-        if plan.outcome == CONFLICT:
-            backers = "; ".join(f"{f.value!r} from {', '.join(sorted(f.supporters))}" for f in rivals)
-            dropped = f" ({c.source_id}'s own earlier {_names(replaced)} is superseded)" if replaced else ""
-            reason = (f"{c.source_id} says {c.value!r} but {backers}: authoritative sources disagree, so the "
-                      f"key is held for review and not used for answers (resolve() settles it){dropped}")
-        elif plan.outcome == CORRECTION:
-            was_conflict = len(replaced) + (same is not None) > 1  # more than one live value before
-            settled = " and the open conflict is settled because the sources now agree"
-            reason = (f"{c.source_id} v{c.source_version} replaces {_names(replaced)}, which only it "
-                      f"supported; the old value is kept as history{settled if was_conflict else ''}")
-        elif same is not None:
-            reason = (f"independent source {c.source_id} agrees with {same.value!r}; "
-                      f"support {same.support - 1} -> {same.support}")
-        else:
-            confirms = " (confirms an earlier assistant proposal, until now ineligible)"
-            reason = "new fact" + (confirms if proposal else "")
-        return _decision(c, plan.outcome, reason, fact, replaced)
+        return _decision(c, plan.outcome, _reason(c, plan, confirms_proposal=proposal is not None), fact,
+                         replaced)
 
     def _assistant_claim(self, work: WorkingSet, c: CheckedCandidate, prov: Provenance,
                          fact: StoredFact | None) -> FactDecision:
