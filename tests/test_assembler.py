@@ -246,7 +246,6 @@ def test_verbose_session_shows_the_context_and_memory_events(capsys):
     out = capsys.readouterr().out
     assert "memory  profile name/name = 'Priya Raman' (turn 0)" in out
     assert "memory  turn 1 states nothing to recall (a question or small talk)" in out
-    assert "memory  turn 2 states nothing to recall (a question or small talk)" in out
     assert "memory  summarised turn 0" in out and "context summary" in out
 
 
