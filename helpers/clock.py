@@ -15,6 +15,7 @@ from helpers.errors import WorkshopError
 
 ENV_VAR = "WORKSHOP_NOW"
 DEFAULT_TIMEZONE = "America/Los_Angeles"
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")  # date.weekday() order
 
 
 class ClockError(WorkshopError, ValueError):

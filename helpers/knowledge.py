@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from helpers.client import chat
+from helpers.clock import WEEKDAYS
 from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, data_file, embed_texts, local_embed
 from helpers.errors import WorkshopError, WorkshopWarning
 
@@ -43,7 +44,6 @@ CACHE_FORMAT = 1
 # NIM nv-embedqa-e5-v5: provisional, not yet measured here; rerun the benchmark with a key.
 DEFAULT_THRESHOLDS = {LOCAL_MODEL_NAME: 0.30, "nvidia/nv-embedqa-e5-v5": 0.30}
 FALLBACK_THRESHOLD = 0.30
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TIME_RE = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

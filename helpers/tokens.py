@@ -36,7 +36,8 @@ def count_text(text: str | None) -> int:
     return total
 
 
-def _content_text(content) -> str:
+def content_text(content) -> str:
+    """The text of a message's content: a string, or the text parts of a list of content parts."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -49,7 +50,7 @@ def _content_text(content) -> str:
 def count_message(message: dict) -> int:
     """Tokens one message adds to a request."""
     total = MESSAGE_OVERHEAD + count_text(str(message.get("role", "")))
-    total += count_text(_content_text(message.get("content")))
+    total += count_text(content_text(message.get("content")))
     total += count_text(message.get("name"))
     total += count_text(message.get("tool_call_id"))
     for call in message.get("tool_calls") or []:

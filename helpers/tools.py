@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from helpers import clock
+from helpers.clock import WEEKDAYS
 
 from helpers.errors import WorkshopError
 
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
 
 

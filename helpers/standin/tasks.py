@@ -45,7 +45,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+from helpers.clock import WEEKDAYS
+from helpers.tokens import content_text
+
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = set("""a an the is are was were be do does did of to in on at for and or what when where which who
 how many much days day until till from now that this those these it its me my i you your we our please
@@ -54,10 +56,7 @@ meeting hours?""".split())
 
 
 def _text(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content or ""
+    return content_text(message.get("content"))
 
 
 _FACT_TOKEN = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")s?\b|\b\d+(?::\d+)?\b|\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b")
