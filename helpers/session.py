@@ -6,7 +6,8 @@ still in the list and keeps the turn it added; ``reset`` forgets; ``max_turns`` 
 newest whole turns, cut at user messages, so a tool result never loses its tool call.
 
 ``ChatSession`` is the same idea hardened for notebooks 08-11, the chat window and the
-terminal chat. It adds:
+terminal chat. It trims with the functions notebook 07 builds (``trim_to_turns`` and
+``trim_to_budget`` from ``helpers.history``), on the turns it kept, before each question. It adds:
 
 - a failed or abandoned turn leaves the list exactly as it was (rollback);
 - ``stream`` yields the answer as it arrives;
@@ -31,7 +32,8 @@ from dataclasses import dataclass, field
 from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps, run_agent
 from helpers.config import ConfigError
 from helpers.errors import EmptyMessageError
-from helpers.history import DroppedTurn, TurnIndex, approx_tokens, split_turns
+from helpers.history import (DroppedTurn, approx_tokens, find_problems, split_turns, trim_to_budget,
+                             trim_to_turns, turn_spans, turns_newest_first)
 from helpers.ledger import UsageLedger
 from helpers.tools import tool_schemas
 
@@ -131,51 +133,68 @@ class ChatSession:
         self.dropped: list[DroppedTurn] = []
         self.turns: list[TurnRecord] = []
         self.stats = SessionStats()
-        self._next_id = 0
-        self._reset_index([])
+        self._next_id = 0  # the id the next turn gets; ids are never reused
+        self._set_history([], [])
 
     # ------------------------------------------------------------ state
-    def _reset_index(self, messages: list[dict], ids: list[int] | None = None) -> None:
+    # Two plain lists: the system prompt plus the kept turns, and one session id per kept turn; and
+    # each kept message's token cost. All three are replaced, never changed in place, so a save
+    # point is just their references.
+    def _set_history(self, messages: list[dict], turn_ids: list[int]) -> None:
+        """Start from ``messages`` (the turns after the system prompt), one id per turn in ``turn_ids``."""
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        self._index = TurnIndex(system + messages, count=self.ledger.count)
-        self._ids = dict(zip(self._index.turn_ids, ids or []))
+        self._messages: list[dict] = system + list(messages)
+        self._turn_ids: list[int] = list(turn_ids)
+        self._costs: dict[int, tuple[dict, int]] = {}  # id(message) -> (message, tokens)
+        self._learn_costs(None)
 
-    def _session_id(self, index_id: int) -> int:
-        if index_id not in self._ids:
-            self._ids[index_id] = self._next_id
-            self._next_id += 1
-        return self._ids[index_id]
+    def _cost(self, message: dict) -> int:
+        """A kept message's tokens as fixed by ``_learn_costs``; the ledger's figure for any other."""
+        known = self._costs.get(id(message))
+        return known[1] if known is not None and known[0] is message else self.ledger.count(message)
+
+    def _learn_costs(self, newest: int | None) -> None:
+        """Ask the ledger for the cost of the ``newest`` last messages (None: all); the others keep theirs.
+
+        A message's cost is fixed once the server has counted it: its share of that request's
+        ``usage.prompt_tokens``. Counting it again later would share the request overhead (tool
+        schemas) out differently, and part of it would leave with every dropped turn.
+        """
+        cut = 0 if newest is None else len(self._messages) - newest
+        self._costs = {id(m): (m, self._cost(m) if i < cut else self.ledger.count(m))
+                       for i, m in enumerate(self._messages)}
 
     @property
     def messages(self) -> list[dict]:
         """The message list the next request will build on (a copy)."""
-        return self._index.messages
+        return list(self._messages)
 
     @property
     def turn_ids(self) -> list[int]:
         """Ids of the turns still in memory, oldest first."""
-        return [self._session_id(i) for i in self._index.turn_ids]
+        return list(self._turn_ids)
 
     def reset(self) -> None:
         """Forget the whole conversation (the system prompt stays)."""
         self.dropped.clear()
         self.turns.clear()
-        self._reset_index([])
+        self._set_history([], [])
         if self.memory is not None:
             self.memory.reset()
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest whole turn; returns what it was, or None when there is nothing to undo."""
-        ids = self.turn_ids
-        if not ids:
+        if not self._turn_ids:
             return None
-        _, turns = split_turns(self._index.messages)
-        self._reset_index([m for turn in turns[:-1] for m in turn], ids[:-1])
-        removed = next((t for t in reversed(self.turns) if t.turn_id == ids[-1]), None)
+        newest = self._turn_ids[-1]
+        start, _ = next(turns_newest_first(self._messages))
+        self._messages, self._turn_ids = self._messages[:start], self._turn_ids[:-1]
+        self._learn_costs(0)  # forget the undone messages' costs
+        removed = next((t for t in reversed(self.turns) if t.turn_id == newest), None)
         if removed is not None:
             self.turns.remove(removed)
         if self.memory is not None:
-            self.memory.discard(ids[-1])
+            self.memory.discard(newest)
         return removed
 
     # ------------------------------------------------------------ saving and restoring
@@ -212,10 +231,10 @@ class ChatSession:
         kwargs.setdefault("max_turns", state.get("max_turns"))  # an explicit value overrides the stored one
         kwargs.setdefault("max_tokens", state.get("max_tokens"))
         session = cls(state["system_prompt"], **kwargs)
-        session._reset_index(copy.deepcopy(list(state["messages"])), list(state["turn_ids"]))
-        if len(session._index.turn_ids) != len(state["turn_ids"]):
+        session._set_history(copy.deepcopy(list(state["messages"])), list(state["turn_ids"]))
+        if len(list(turn_spans(session._messages))) != len(state["turn_ids"]):
             raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages")
-        problems = session._index.validate() if state["messages"] else []
+        problems = find_problems(session._messages) if state["messages"] else []
         if problems:
             raise ValueError("session snapshot holds a message list a server would reject: "
                              + "; ".join(problems))
@@ -232,16 +251,23 @@ class ChatSession:
             print(text)
 
     def _trim(self, reserve: int = 0) -> list[DroppedTurn]:
-        dropped = []
+        """Drop the oldest whole turns (notebook 07's trimmers), keeping ``reserve`` tokens free."""
+        dropped: list[DroppedTurn] = []
         max_turns = self.max_turns
         if max_turns is None and self.memory is not None:
             max_turns = self.memory.window_turns
-        if max_turns is not None:
-            dropped += self._index.trim_to_turns(max_turns).dropped
-        if self.max_tokens is not None and self.memory is None:  # with memory, the assembler keeps the budget
-            dropped += self._index.trim_to_budget(max(self.max_tokens - reserve, 0)).dropped
+        costs = {"count": self._cost, "overhead": self.ledger.overhead}
+        if max_turns is not None and self._turn_ids:
+            kept = trim_to_turns(self._messages, max_turns, turn_ids=self._turn_ids, **costs)
+            dropped += kept.dropped  # read now: it is worked out from the list that was trimmed
+            self._messages, self._turn_ids = kept.messages, kept.kept
+        if self.max_tokens is not None and self.memory is None and self._turn_ids:
+            # with memory, the assembler keeps the budget
+            budget = max(self.max_tokens - reserve, 0)
+            kept = trim_to_budget(self._messages, budget, turn_ids=self._turn_ids, **costs)
+            dropped += kept.dropped
+            self._messages, self._turn_ids = kept.messages, kept.kept
         for turn in dropped:
-            turn.turn_id = self._session_id(turn.turn_id)
             self._say(f"memory  dropped turn {turn.turn_id} ({len(turn.messages)} messages, "
                       f"{turn.tokens} tokens)")
         self.dropped += dropped
@@ -279,22 +305,24 @@ class ChatSession:
         finally:
             self._busy = False
 
-    def _save_point(self):
-        """What a failed turn must put back. Only sessions that trim or summarise change before a
-        turn succeeds, and their history is bounded, so copying it is cheap."""
-        if self.memory is None and self.max_turns is None and self.max_tokens is None:
-            return None
-        shared = {id(m): m for m in self._index.messages}  # message dicts are never changed in place
-        return (copy.deepcopy(self._index, shared), len(self.dropped), dict(self._ids), self._next_id,
-                copy.deepcopy(self.memory_state()))
+    def _save_point(self) -> tuple:
+        """What a failed turn must put back. The lists and the cost table are replaced, never changed in
+        place, so keeping their references is enough; only the memory state (summary, recall) is copied."""
+        memory = copy.deepcopy(self.memory_state()) if self.memory is not None else None
+        return self._messages, self._turn_ids, self._costs, len(self.dropped), self._next_id, memory
 
-    def _restore_point(self, saved) -> None:
-        if saved is None:
-            return
-        self._index, dropped, self._ids, self._next_id, memory = saved
+    def _restore_point(self, saved: tuple) -> None:
+        self._messages, self._turn_ids, self._costs, dropped, self._next_id, memory = saved
         del self.dropped[dropped:]
         if self.memory is not None:
             self.restore_memory_state(memory)
+
+    def _keep_turn(self, added: list[dict], learn: int | None) -> int:
+        """Add a finished turn's messages under a new id and learn the newest ``learn`` messages' costs."""
+        turn_id, self._next_id = self._next_id, self._next_id + 1
+        self._messages, self._turn_ids = self._messages + list(added), self._turn_ids + [turn_id]
+        self._learn_costs(learn)
+        return turn_id
 
     def _plain_turn(self, text: str, stream: bool):
         if not isinstance(text, str) or not text.strip():
@@ -302,7 +330,7 @@ class ChatSession:
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)
-        working = self._index.messages
+        working = list(self._messages)  # the loop appends to its own copy
         turn_number = self._next_id
 
         def record(sent: int, response) -> None:
@@ -317,10 +345,8 @@ class ChatSession:
         result: AgentResult = yield from agent_turn(
             text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
             registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
-        self._index.extend(result.added)
-        # The ledger now knows this turn's requests exactly: refresh those messages' costs.
-        self._index.recount(tail=len(result.added) + 1 if self.turns else None)
-        turn_id = self._session_id(self._index.turn_ids[-1])
+        # The server has now counted this turn and the previous answer (all of it, on the first turn).
+        turn_id = self._keep_turn(result.added, len(result.added) + 1 if self.turns else None)
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
         return result.answer
 
@@ -328,7 +354,7 @@ class ChatSession:
         """A turn with an assembled request: forget (summarise), build, run the loop, remember."""
         for event in self.memory.forget(self._trim()):
             self._say(f"memory  {event}")
-        _, window_turns = split_turns(self._index.messages)
+        _, window_turns = split_turns(self._messages)
         assembly = self.memory.build(self.system_prompt, list(zip(self.turn_ids, window_turns)), text,
                                      budget=self.max_tokens, tools=tool_schemas(self.tools, self.registry))
         for line in assembly.report.lines():
@@ -345,8 +371,7 @@ class ChatSession:
         result: AgentResult = yield from agent_turn(
             text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
             registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
-        self._index.extend(result.added)
-        turn_id = self._session_id(self._index.turn_ids[-1])
+        turn_id = self._keep_turn(result.added, len(result.added))
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
         for event in self.memory.remember(turn_id, result.added):
             self._say(f"memory  {event}")

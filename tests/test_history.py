@@ -1,8 +1,7 @@
-"""Unit tests for helpers.history: validity rules, turns, trimming, the usage ledger and TurnIndex."""
+"""Unit tests for helpers.history: validity rules, turns, trimming, and the usage ledger."""
 from __future__ import annotations
 
 import ast
-import copy
 import json
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from helpers.history import (
     ORPHAN_PHRASE,
     DroppedTurn,
     HistoryError,
-    TurnIndex,
     approx_tokens,
     find_problems,
     split_turns,
@@ -449,60 +447,6 @@ def test_ledger_starts_over_when_reports_contradict_each_other():
     assert entry.new_tokens is None and ledger.cost(messages[:6]) == (100, True)
 
 
-# ----------------------------------------------------------------------------- TurnIndex
-
-
-def test_turn_index_trim_to_turns_matches_the_pure_function():
-    index = TurnIndex(history(), pinned={0})
-    report = index.trim_to_turns(2)
-    pure = trim_to_turns(history(), 2, pinned={0})
-    assert index.messages == pure.messages and index.turn_ids == pure.kept
-    assert report.dropped == pure.dropped and report.tokens == pure.tokens
-
-
-def test_turn_index_trim_to_budget_matches_the_pure_function():
-    for budget in (0, 40, 80, 120, 1000):
-        index = TurnIndex(history())
-        report = index.trim_to_budget(budget)
-        pure = trim_to_budget(history(), budget)
-        assert (index.messages, index.turn_ids, report.over_budget) == (
-            pure.messages, pure.kept, pure.over_budget)
-
-
-def test_turn_index_validate_matches_find_problems_after_trims():
-    index = TurnIndex([SYSTEM, user("a"), asks("p1"), result("p1"), reply("b")], pinned={0})
-    for k in range(40):
-        index.extend([user(f"q{k}"), asks(f"x{k}"), result(f"x{k}"), reply("done")])
-        index.trim_to_turns(3)
-    index.extend([user("late"), reply("hm"), result("p1"), result("x39"), result("zzz")])
-    assert index.validate() == find_problems(index.messages) and len(index.validate()) == 3
-
-
-def test_turn_index_refuses_to_trim_an_invalid_history():
-    index = TurnIndex([user("a"), asks("c1")])
-    with pytest.raises(HistoryError, match="did not have response messages"):
-        index.trim_to_budget(10)
-
-
-def test_turn_index_cannot_pin_a_dropped_turn():
-    index = TurnIndex(history())
-    index.trim_to_turns(1)
-    with pytest.raises(HistoryError, match="already dropped"):
-        index.pin(0)
-
-
-def test_turn_index_recount_picks_up_ledger_costs():
-    ledger, messages = UsageLedger(), history()
-    index = TurnIndex(messages, count=ledger.count)
-    ledger.record(messages, server_prompt(messages))
-    index.recount()
-    assert index.tokens == server_prompt(messages)
-    index.extend([reply("Open until 22:00."), user("Thanks!")])
-    ledger.record(index.messages, server_prompt(index.messages))
-    index.recount(tail=2)
-    assert index.tokens == server_prompt(index.messages)
-
-
 def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
     """Tool schemas make the request overhead large; trimming turn 0 must not lose that exact figure."""
     from helpers import tokens as server
@@ -524,16 +468,3 @@ def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
     assert not exact
     assert server.count_tools(tools) > 300
     assert abs(predicted - reported) <= 10  # only the dropped user message was estimated
-
-
-def test_a_deep_copy_of_the_index_keeps_counting_with_the_same_ledger():
-    ledger, messages = UsageLedger(), history()
-    index = TurnIndex(messages, count=ledger.count)
-    clone = copy.deepcopy(index, {id(m): m for m in messages})  # how a session saves a turn's starting point
-    assert clone._count.__self__ is ledger and clone.messages == messages
-    assert all(a is b for a, b in zip(clone.messages, messages))
-    ledger.record(messages, server_prompt(messages))
-    clone.recount()
-    assert clone.tokens == server_prompt(messages)
-    clone.extend([reply("Open until 22:00.")])
-    assert len(index) == len(messages) and len(clone) == len(messages) + 1

@@ -1,5 +1,7 @@
 import pytest
 
+from helpers import history
+from helpers import session as session_module
 from helpers.client import EndpointError
 from helpers.history import find_problems, split_turns
 from helpers.session import ChatSession, SimpleSession
@@ -131,6 +133,33 @@ def test_a_failed_turn_does_not_trim_either():
     with pytest.raises(EndpointError):
         session.chat("third")
     assert (session.messages, session.turn_ids, len(session.dropped)) == before
+
+
+def test_the_session_trims_with_the_functions_notebook_07_teaches(monkeypatch):
+    calls = []
+
+    def spy(name):
+        def trim(messages, limit, **options):
+            calls.append((name, options["turn_ids"]))
+            return getattr(history, name)(messages, limit, **options)
+        return trim
+
+    for name in ("trim_to_turns", "trim_to_budget"):
+        monkeypatch.setattr(session_module, name, spy(name))
+    session = ChatSession(max_turns=1, max_tokens=5000)
+    for question in CLASSIC[:3]:
+        session.chat(question)
+    assert calls == [("trim_to_turns", [0]), ("trim_to_budget", [0]),
+                     ("trim_to_turns", [0, 1]), ("trim_to_budget", [1])]
+    assert session.turn_ids == [1, 2] and [t.turn_id for t in session.dropped] == [0]
+
+
+def test_a_session_without_a_system_prompt_trims_too():
+    session = ChatSession("", max_turns=1)
+    for question in CLASSIC[:3]:
+        session.chat(question)
+    assert session.turn_ids == [1, 2] and [t.turn_id for t in session.dropped] == [0]
+    assert session.messages[0]["role"] == "user" and find_problems(session.messages) == []
 
 
 def test_explicit_limits_override_the_snapshot():

@@ -20,7 +20,7 @@ def rewind(session: ChatSession, state: dict) -> None:
 
     The same steps as ``ChatSession.from_snapshot``, applied to the live object.
     """
-    session._reset_index(copy.deepcopy(state["messages"]), list(state["turn_ids"]))
+    session._set_history(copy.deepcopy(state["messages"]), list(state["turn_ids"]))
     session._next_id = state["next_id"]
     session.turns = [TurnRecord(**t) for t in state["turns"]]
     session.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"])
