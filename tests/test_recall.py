@@ -9,8 +9,8 @@ from helpers.config import load_settings
 from helpers.embeddings import EmbeddingTruncationWarning
 from helpers.history import find_problems
 from helpers.memory.recall import (EMBED_CHARS, RECENCY_WEIGHT, RecallIndex, RecallWarning, is_question,
-                                   is_substantive, merge_repeats, near_identical, quote_turn, rank, recall_block,
-                                   statements)
+                                   is_substantive, merge_repeats, near_identical, quote_turn, rank,
+                                   recall_block, statements)
 from helpers.standin.server import make_offline_client
 
 
