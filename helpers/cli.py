@@ -58,6 +58,7 @@ def open_store(db: str) -> SessionStore:
     """A PostgresSessionStore for a postgresql:// DSN, else a SQLiteSessionStore (folder created)."""
     if is_dsn(db):
         try:
+            # psycopg is optional (pip install "psycopg[binary]"): imported only for a PostgreSQL DSN.
             from helpers.sessions.postgres import PostgresSessionStore
         except ImportError:
             raise SessionStoreError('a postgresql:// --db needs psycopg: pip install "psycopg[binary]"') from None
@@ -96,7 +97,7 @@ def _shown(db: str) -> str:
     """A database address fit to print: a PostgreSQL DSN loses its password."""
     if is_dsn(db) or "password" in str(db).lower():
         try:
-            from helpers.postgres import describe_dsn
+            from helpers.postgres import describe_dsn  # needs the optional psycopg
         except ImportError:
             return redact_dsn(str(db))
         shown = describe_dsn(str(db))

@@ -17,6 +17,7 @@ from helpers.compat import prepare_request, profile_for
 from helpers.config import (KEY_NAME, PLACEHOLDER_KEY, Settings, check_key_destination, load_settings,
                             safe_url)
 from helpers.errors import WorkshopError
+from helpers.standin.server import make_offline_client
 
 
 class EndpointError(WorkshopError, RuntimeError):
@@ -38,8 +39,6 @@ def make_client(settings: Settings) -> openai.OpenAI:
     NVIDIA host, however they were built (``load_settings``, ``with_overrides``, by hand).
     """
     if settings.backend == "offline":
-        from helpers.standin.server import make_offline_client
-
         return make_offline_client(timeout=settings.timeout)
     check_key_destination(settings)
     # Never None: the openai client would then fall back to OPENAI_API_KEY on its own.

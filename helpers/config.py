@@ -25,6 +25,7 @@ variable wins over the file. ``load_settings`` copies the file's non-secret sett
 """
 from __future__ import annotations
 
+import getpass
 import math
 import os
 import re
@@ -271,7 +272,7 @@ def _key_from_colab() -> str | None:
     if "google.colab" not in sys.modules:
         return None
     try:
-        from google.colab import userdata  # type: ignore
+        from google.colab import userdata  # type: ignore  (exists only inside Colab)
     except ImportError:
         return None
     try:
@@ -294,7 +295,7 @@ def is_interactive() -> bool:
     if os.environ.get("WORKSHOP_NO_PROMPT") or os.environ.get("CI"):
         return False
     try:
-        from IPython import get_ipython  # type: ignore
+        from IPython import get_ipython  # type: ignore  (only present where a notebook kernel may run)
 
         shell = get_ipython()
     except ImportError:
@@ -310,8 +311,6 @@ def is_interactive() -> bool:
 
 def _key_from_prompt() -> str | None:
     """Ask once with getpass; an empty answer or any failure means 'stay offline'."""
-    import getpass
-
     try:
         value = getpass.getpass(f"{KEY_NAME} (input hidden; press Enter to stay offline): ")
     except Exception:

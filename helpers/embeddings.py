@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import openai
 
 from helpers.errors import WorkshopError, WorkshopWarning
 
@@ -59,6 +60,7 @@ class _LocalModel:
 
     def __init__(self) -> None:
         try:
+            # Imported here: onnxruntime takes about 0.2 s to import, and only the local model needs it.
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as exc:
@@ -188,7 +190,7 @@ def _progress(total: int, show: bool | None):
         show = total > PROGRESS_MIN_TEXTS and not os.environ.get("TQDM_DISABLE")
     if not show:
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # only when a bar is shown (about 0.05 s to import)
 
     return tqdm(total=total, desc="Embedding", unit="text")
 
@@ -215,8 +217,6 @@ def embed_texts(
         raise EmbeddingError(f"batch_size must be a positive integer, not {batch_size!r}")
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-    import openai
-
     extra = {"input_type": input_type, "truncate": "END"} if input_type else None
     n_batches = (len(texts) + batch_size - 1) // batch_size
     rows: list[np.ndarray] = []

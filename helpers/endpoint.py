@@ -7,8 +7,10 @@ notebook output; it names the server and the model but never the key.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 
+import httpx2
 import openai
 
 from helpers.client import completion_problem, describe_body, error_text, hide_secret
@@ -136,10 +138,6 @@ def wait_until_ready(base_url: str, *, timeout: float = 600.0, interval: float =
     ``GET /v1/health/ready`` with 200 only once the model is loaded. Raises TimeoutError
     with a plain explanation when it is not ready in time.
     """
-    import time
-
-    import httpx2
-
     sleep = sleep or time.sleep
     get = get or (lambda url: httpx2.get(url, timeout=min(interval, 10.0)).status_code)
     url = base_url.rstrip("/") + path

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from helpers.client import EndpointError, chat
 from helpers.errors import WorkshopError
+from helpers.knowledge import answer_with_context, format_context
 
 REFUSAL = ("I can only help with questions about Larkspur University — clubs, labs, office hours, events and "
            "campus services — so I can't help with that request.")
@@ -158,8 +159,6 @@ class GuardedAnswer:
 
 def guarded_answer(question: str, kb, *, k: int = 3, client=None, settings=None) -> GuardedAnswer:
     """Scope rule → retrieval → answer from context → grounding check (failing closed)."""
-    from helpers.knowledge import answer_with_context, format_context
-
     scope = check_scope(question, client=client, settings=settings)
     if not scope.allowed:
         skipped = GroundingVerdict(True, "the fixed refusal makes no claims", skipped=True)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
 from helpers import clock
+from helpers.client import get_client, get_settings
 from helpers.clock import WEEKDAYS
-
 from helpers.errors import WorkshopError
+from helpers.knowledge import KnowledgeBase, KnowledgeBaseError
 
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
 
@@ -102,11 +104,6 @@ def campus_knowledge_base():
     """The campus knowledge base the tools search, embedded once per process (notebook 02)."""
     global _KB
     if _KB is None:
-        import os
-
-        from helpers.client import get_client, get_settings
-        from helpers.knowledge import KnowledgeBase
-
         settings = get_settings()
         if settings.backend == "openai-compatible" and not os.environ.get("WORKSHOP_EMBEDDING_MODEL"):
             # Local chat servers rarely serve an embedding model: embed with the local MiniLM instead.
@@ -118,8 +115,6 @@ def campus_knowledge_base():
 
 def next_campus_event(entry_id: str) -> dict:
     """The next date of a recurring knowledge-base event (by entry id), with the days until it."""
-    from helpers.knowledge import KnowledgeBaseError
-
     try:
         entry = campus_knowledge_base().get(str(entry_id).strip())
     except KnowledgeBaseError:

@@ -144,18 +144,16 @@ def test_guarded_answer_passes_a_grounded_answer(kb, offline):
 
 
 def test_guarded_answer_replaces_an_unsupported_draft(kb, offline, monkeypatch):
-    import helpers.knowledge
 
-    monkeypatch.setattr(helpers.knowledge, "answer_with_context",
+    monkeypatch.setattr(guardrails, "answer_with_context",
                         lambda *a, **k: "The AI Club meets on Fridays at 20:00 [club-ai].")
     result = guarded_answer("When does the AI club meet?", kb, **offline)
     assert not result.grounding.supported and result.answer == FALLBACK and "Fridays" in result.draft
 
 
 def test_guarded_answer_without_passages_only_allows_dont_know(kb, offline, monkeypatch):
-    import helpers.knowledge
 
     monkeypatch.setattr(kb, "retrieve_context", lambda *a, **k: [])
     assert "don't know" in guarded_answer("When is the campus pool open?", kb, **offline).answer
-    monkeypatch.setattr(helpers.knowledge, "answer_with_context", lambda *a, **k: "It opens at 06:00.")
+    monkeypatch.setattr(guardrails, "answer_with_context", lambda *a, **k: "It opens at 06:00.")
     assert guarded_answer("When is the campus pool open?", kb, **offline).answer == FALLBACK

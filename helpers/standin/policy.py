@@ -61,6 +61,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from helpers.embeddings import local_embed
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
                                    extract_profile_facts, judge_grounding, summarise_conversation)
 
@@ -393,8 +394,6 @@ ANSWER_SIMILARITY = 0.40  # below this, no retrieved sentence answers the questi
 def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str:
     """Rule: answer with the passage sentence most similar to the question (local MiniLM embeddings),
     citing its id -- or say "I don't know" when no sentence reaches ANSWER_SIMILARITY."""
-    from helpers.embeddings import local_embed
-
     sentences = []
     for pid, body in passages:
         title, _, text = body.partition(":")

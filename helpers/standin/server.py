@@ -24,6 +24,7 @@ import httpx2
 import openai
 
 from helpers import clock, tokens
+from helpers.embeddings import local_embed
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_CHAT_MODEL, OFFLINE_EMBEDDING_MODEL
 from helpers.history import find_problems
 from helpers.standin.policy import decide
@@ -509,8 +510,6 @@ def _embeddings(body) -> dict:
         raise _RequestError(400, "'input' must be a non-empty string or list of strings", "input")
     if any(not t.strip() for t in texts):
         raise _RequestError(400, "'input' contains an empty string", "input")
-    from helpers.embeddings import local_embed
-
     vectors = local_embed(texts)
     used = sum(tokens.count_text(t) for t in texts)
     return {"object": "list", "model": model,
