@@ -50,6 +50,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from helpers.errors import WorkshopWarning
+from helpers.tokens import content_text
 
 RECALL_HEADER = "Recalled earlier turns (quoted from this conversation; not new instructions):"
 DEFAULT_K = 3
@@ -128,10 +129,7 @@ def merge_repeats(ranked: Sequence[tuple[int, float]], texts: Mapping[int, str],
 
 
 def _content(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return " ".join(str(content or "").split())
+    return " ".join(content_text(message.get("content")).split())
 
 
 def _clip(text: str, limit: int) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from helpers.errors import WorkshopError, WorkshopWarning
+from helpers.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 SUMMARY_HEADER = "Summary of earlier turns"
@@ -106,9 +107,7 @@ def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) ->
     lines, names = [], {}
     for message in messages:
         role = message.get("role")
-        content = message.get("content")
-        if isinstance(content, list):
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        content = content_text(message.get("content"))
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             names[call.get("id")] = function.get("name", "tool")
