@@ -300,10 +300,10 @@ def test_an_older_schema_is_migrated_on_open_and_keeps_its_sessions(db, store, m
     session = chatted([CLUB])
     store.save("ada", "s1", session)
     store.close()
-    added = (2, "add a label column", ("ALTER TABLE sessions ADD COLUMN label TEXT",))
+    added = (store_module.MIGRATIONS[-1][0] + 1, "add a label column", ("ALTER TABLE sessions ADD COLUMN label TEXT",))
     monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS + (added,))
     newer = SQLiteSessionStore(db)
-    assert newer.schema_version() == 2
+    assert newer.schema_version() == added[0]
     assert newer.load("ada", "s1").snapshot() == session.snapshot()
     newer.close()
 
@@ -741,3 +741,167 @@ def test_dsn_passwords_are_redacted_in_any_text(dsn):
     shown = redact_dsn(text, dsn)
     assert "s3cret" not in shown and "***" in shown
     assert "s3cret" not in redact_dsn(dsn)
+
+
+# --- recall vectors stored beside the turns (SQLite and PostgreSQL) -------------------------------------------
+
+STATEMENTS = ["My locker number is 4471.", "My advisor is Dr. Hollis Varga.", "I'm vegetarian."]
+LOCKER = "What's my locker number?"
+
+
+def counting_embedder(monkeypatch) -> list[str]:
+    """Every passage text sent to the embedding model from now on (queries are not counted).
+
+    The profile also embeds its lines (to rank them); tests compare with ``recall_pieces``.
+    """
+    from helpers import embeddings
+
+    real, sent = embeddings.embed_texts, []
+
+    def embed(client, texts, **kwargs):
+        if kwargs.get("input_type") == "passage":
+            sent.extend(texts)
+        return real(client, texts, **kwargs)
+
+    monkeypatch.setattr(embeddings, "embed_texts", embed)
+    return sent
+
+
+def recall_pieces(session, sent: list[str]) -> list[str]:
+    """The texts in ``sent`` that are pieces of turns in the session's recall index."""
+    pieces = {piece for texts in session.session.memory.recall.texts.values() for piece in texts}
+    return [text for text in sent if text in pieces]
+
+
+def run_sql(store, sql: str, *params) -> list[tuple]:
+    """Run one statement on a store's own database (SQLite file or PostgreSQL schema)."""
+    if isinstance(store, SQLiteSessionStore):
+        return store._connection().execute(sql, params).fetchall()
+    cursor = store._conns.get().execute(sql.replace("?", "%s"), params)
+    return cursor.fetchall() if cursor.description else []
+
+
+def reopened(store):
+    """A new store object on the same database (as after a restart)."""
+    if isinstance(store, SQLiteSessionStore):
+        return SQLiteSessionStore(store.path)
+    from helpers.sessions.postgres import PostgresSessionStore
+
+    return PostgresSessionStore(store._conns.dsn, schema=store._conns.schema)
+
+
+def recalling(store, session_id="s1"):
+    """A persistent session with summary, recall and profile, two turns in its window."""
+    from helpers.memory.assembler import MemoryAssembler
+
+    return PersistentSession.open(store, "ada", session_id, memory=MemoryAssembler(), max_turns=1)
+
+
+def embedded(session) -> dict:
+    """Turn id -> its stored vectors, for the turns the recall index has embedded."""
+    _model, vectors = session.session.memory.recall.export_vectors()
+    return vectors
+
+
+def stored_vector_turns(store, session_id="s1") -> list[int]:
+    return [row[0] for row in run_sql(store, "SELECT turn_id FROM recall_vectors WHERE session_id = ? "
+                                      "ORDER BY turn_id", session_id)]
+
+
+def test_a_restored_session_embeds_nothing_already_stored(any_store, monkeypatch):
+    session = recalling(any_store)
+    for text in [*STATEMENTS, LOCKER]:  # the last search embedded every statement turn
+        session.chat(text)
+    before = embedded(session)
+    assert sorted(before) == [0, 1, 2] == stored_vector_turns(any_store)
+    header = json.loads(run_sql(any_store, "SELECT header FROM sessions")[0][0])
+    assert set(header["memory"]["recall"]) == {"quotes", "texts", "skipped", "answers"}  # no vectors in JSON
+    store = reopened(any_store)
+    sent = counting_embedder(monkeypatch)
+    restored = recalling(store)
+    recall = restored.session.memory.recall
+    assert recall.pending == [] and all((embedded(restored)[i] == before[i]).all() for i in before)
+    assert "4471" in restored.chat(LOCKER) and recall_pieces(restored, sent) == []  # no turn embedded again
+    restored.chat("My bike is blue.")  # embedded at the next search, stored at the save after it
+    restored.chat(LOCKER)
+    assert recall_pieces(restored, sent) == recall.texts[5] and stored_vector_turns(store) == [0, 1, 2, 5]
+    assert recalling(store).session.memory.recall.pending == []
+    store.close()
+
+
+def test_vectors_of_another_embedding_model_are_embedded_again_and_replaced(any_store, monkeypatch):
+    session = recalling(any_store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    run_sql(any_store, "UPDATE recall_vectors SET model = ?", "another-embedding-model")
+    sent = counting_embedder(monkeypatch)
+    restored = recalling(any_store)
+    assert restored.session.memory.recall.pending == [0, 1, 2]
+    assert "4471" in restored.chat(LOCKER)
+    texts = restored.session.memory.recall.texts
+    assert recall_pieces(restored, sent) == [piece for i in (0, 1, 2) for piece in texts[i]]
+    models = {row[0] for row in run_sql(any_store, "SELECT model FROM recall_vectors")}
+    assert models == {restored.session.memory.recall.embedding_model()}  # the save replaced them
+    assert recalling(any_store).session.memory.recall.pending == []
+
+
+def test_undo_removes_the_undone_turns_vectors(any_store):
+    session = recalling(any_store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    assert stored_vector_turns(any_store) == [0, 1, 2]
+    session.undo()  # the question (nothing indexed)
+    session.undo()  # "I'm vegetarian." and its vectors
+    assert stored_vector_turns(any_store) == [0, 1]
+    restored = recalling(any_store)
+    recall = restored.session.memory.recall
+    assert sorted(recall.texts) == [0, 1] and recall.pending == [] and sorted(embedded(restored)) == [0, 1]
+
+
+def test_a_schema_version_1_database_is_migrated_and_keeps_working(any_store, monkeypatch):
+    session = recalling(any_store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    run_sql(any_store, "DROP TABLE recall_vectors")  # the database as version 1 left it
+    run_sql(any_store, "DELETE FROM session_schema WHERE version > 1")
+    assert any_store.schema_version() == 1
+    store = reopened(any_store)
+    assert store.schema_version() == store_module.MIGRATIONS[-1][0] == 2
+    restored = recalling(store)
+    assert restored.session.turn_ids == [2, 3] and restored.session.memory.recall.pending == [0, 1, 2]
+    assert "4471" in restored.chat(LOCKER)  # embeds the old turns once, and the save stores them
+    assert stored_vector_turns(store) == [0, 1, 2]
+    sent = counting_embedder(monkeypatch)
+    again = recalling(store)
+    assert "4471" in again.chat(LOCKER) and recall_pieces(again, sent) == []
+    store.close()
+
+
+def test_a_fork_keeps_the_vectors_of_the_turns_it_holds(store, monkeypatch):
+    from helpers.memory.assembler import MemoryAssembler
+
+    session = recalling(store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    store.fork("ada", "s1", 2, "branch", memory=MemoryAssembler(), max_turns=1)
+    assert stored_vector_turns(store, "branch") == [0, 1] and stored_vector_turns(store) == [0, 1, 2]
+    sent = counting_embedder(monkeypatch)
+    branch = recalling(store, "branch")
+    assert "4471" in branch.chat(LOCKER) and recall_pieces(branch, sent) == []
+
+
+def test_a_damaged_vector_row_is_reported_and_embedded_again(store, monkeypatch):
+    from helpers.memory.recall import RecallWarning
+
+    session = recalling(store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    run_sql(store, "UPDATE recall_vectors SET vector = ? WHERE turn_id = 1", b"\x00\x01\x02")
+    with pytest.warns(RecallWarning, match="recall vectors of turn 1 are damaged.*embedded again"):
+        restored = recalling(store)
+    assert restored.session.memory.recall.pending == [1]
+    sent = counting_embedder(monkeypatch)
+    restored.chat(LOCKER)
+    assert recall_pieces(restored, sent) == restored.session.memory.recall.texts[1]
+    assert stored_vector_turns(store) == [0, 1, 2]
+    assert len(run_sql(store, "SELECT vector FROM recall_vectors WHERE turn_id = 1")[0][0]) % (4 * 384) == 0

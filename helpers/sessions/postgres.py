@@ -1,10 +1,11 @@
 """Sessions on PostgreSQL (notebook 11): ``PostgresSessionStore`` implements ``SessionStore``.
 
 Everything built on the protocol (``PersistentSession``, the chat UI, the terminal chat) runs unchanged.
-A save takes an advisory lock on ``(user_id, session_id)`` and writes the header and the changed turn
-rows in one transaction; a load reads both in one REPEATABLE READ snapshot. The table definitions
-repeat the SQLite ones in ``helpers.sessions.store`` with PostgreSQL's types and ``COLLATE "C"``
-(so both backends sort alike): the dialects differ, so each keeps its own.
+A save takes an advisory lock on ``(user_id, session_id)`` and writes the header, the changed turn
+rows and the recall vectors not stored yet (float32 bytes in a BYTEA) in one transaction; a load reads
+them in one REPEATABLE READ snapshot. The table definitions repeat the SQLite ones in
+``helpers.sessions.store`` with PostgreSQL's types and ``COLLATE "C"`` (so both backends sort alike):
+the dialects differ, so each keeps its own.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import psycopg
 from helpers.clock import now
 from helpers.postgres import Connections, lock_id, migrate, schema_version
 from helpers.sessions.store import (
-    SCHEMA_TABLE, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError, StoredSession, check_ids,
-    decode_state, redact_dsn,
+    SCHEMA_TABLE, VECTOR_COLUMNS, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError,
+    StoredSession, check_ids, decode_state, redact_dsn,
 )
 
 SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
@@ -43,10 +44,24 @@ SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             PRIMARY KEY (user_id, session_id, turn_id),
             FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
     )),
+    (2, "store recall vectors beside the turns", (
+        """CREATE TABLE recall_vectors (
+            user_id TEXT COLLATE "C" NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            turn_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            vector BYTEA NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
+                ON DELETE CASCADE)""",
+    )),
 )
 
 
 
+OWNED_TABLES = ("sessions", "session_turns", "recall_vectors")
 _INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
                  "forked_at")
 
@@ -58,7 +73,7 @@ class PostgresSessionStore(SessionStoreBase):
         self._conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
         self.where = self._conns.where
         try:
-            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, ("sessions", "session_turns"))
+            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, OWNED_TABLES)
         except psycopg.Error as err:
             self._conns.close()
             raise SessionStoreError(f"preparing the session tables on {self.where} failed "
@@ -100,13 +115,15 @@ class PostgresSessionStore(SessionStoreBase):
                                    "session_id = %s", (user_id, session_id)).fetchone()
                 bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = %s AND "
                                            "session_id = %s", (user_id, session_id)).fetchall())
+                vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = %s AND "
+                                       "session_id = %s", (user_id, session_id)).fetchall()
         except psycopg.Error as err:
             raise SessionStoreError(f"reading {user_id}/{session_id} from {self.where} failed "
                                     f"({self._reason(err)})") from None
         if row is None:
             raise self._not_found(user_id, session_id, self.where)
         name = f"session {user_id}/{session_id} on {self.where}"
-        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies, name))
+        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies, name), tuple(vectors))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""

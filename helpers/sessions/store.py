@@ -11,6 +11,13 @@ A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snaps
   rewrites only rows whose digest changed (a turn that trimming just dropped); rows of undone
   turns are deleted. Header and rows change in one transaction, so a process killed mid-save
   leaves the session exactly as the last committed save left it.
+* ``recall_vectors``: the recall index's embeddings (``RecallIndex.export_vectors``), one row per
+  turn: the embedding model's name, the vector size ``dim``, a digest of the embedded pieces and
+  the pieces' vectors as float32 bytes. A save adds the rows of turns embedded since the last save
+  in the same transaction as the turn rows; an undone turn's row goes with its turn row. A load
+  hands them back to the session's recall index (``import_stored_vectors``), so the first recall
+  after a restart embeds nothing that was already embedded; vectors of another model, or of pieces
+  that changed, are ignored and embedded again. The header JSON never carries vectors.
 
 ``PersistentSession.undo()`` and ``reset()`` save too; a change whose save fails is rolled back in
 memory as well (``SessionSaveError``), so memory and store never disagree.
@@ -30,14 +37,18 @@ import json
 import re
 import sqlite3
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
+import numpy as np
+
 from helpers.clock import now
 from helpers.errors import WorkshopError
 from helpers.history import split_turns
+from helpers.memory.recall import RecallWarning
 from helpers.migrations import apply_migrations
 from helpers.session import ChatSession
 
@@ -74,6 +85,19 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             digest TEXT NOT NULL,
             PRIMARY KEY (user_id, session_id, turn_id),
             FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
+    )),
+    (2, "store recall vectors beside the turns", (
+        """CREATE TABLE recall_vectors (
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            turn_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
+                ON DELETE CASCADE)""",
     )),
 )
 
@@ -120,17 +144,22 @@ class StoredSession:
 
     info: SessionInfo
     state: dict
+    vectors: tuple[tuple, ...] = ()  # stored recall vectors: (turn_id, model, dim, source, vector bytes)
 
 
 @dataclass(frozen=True)
 class EncodedSession:
-    """A snapshot split into a header and one row per turn: (turn_id, state, question, body, digest)."""
+    """A snapshot split into a header and one row per turn: (turn_id, state, question, body, digest).
+
+    ``vectors`` holds the recall index's embeddings as (turn_id, model, dim, source, bytes) rows.
+    """
 
     header: str
     rows: list[tuple[int, str, str, str, str]]
     title: str
     turns: int
     dropped: int
+    vectors: list[tuple[int, str, int, str, bytes]] | None = None
 
 
 class SessionStore(Protocol):
@@ -253,7 +282,58 @@ def encode_state(session: ChatSession | dict) -> EncodedSession:
         question = body["record"]["question"] if "record" in body else str(first.get("content") or "")
         rows.append((turn_id, kind, question[:500], text, hashlib.sha256(text.encode()).hexdigest()))
     title = next((r[2] for r in rows if r[2]), "")[:80]
-    return EncodedSession(_dumps(header), rows, title, len(ids), len(dropped))
+    vectors = encode_vectors(session) if not isinstance(session, dict) else None
+    return EncodedSession(_dumps(header), rows, title, len(ids), len(dropped), vectors)
+
+
+# ---------------------------------------------------------------- recall vectors <-> rows
+
+def recall_index(session: Any) -> Any:
+    """The session's recall index (``session.memory.recall``), or None when it has none."""
+    return getattr(getattr(session, "memory", None), "recall", None)
+
+
+def pieces_digest(pieces: Sequence[str]) -> str:
+    """A digest of the texts a turn's vectors were embedded from (a stored vector fits only these)."""
+    return hashlib.sha256(_dumps(list(pieces)).encode()).hexdigest()
+
+
+def encode_vectors(session: Any) -> list[tuple[int, str, int, str, bytes]] | None:
+    """Recall vectors as (turn_id, model, dim, source digest, float32 bytes) rows; None without an index."""
+    index = recall_index(session)
+    if index is None:
+        return None
+    if len(index.pending) == len(index):
+        return []  # nothing embedded yet
+    model, vectors = index.export_vectors()
+    return [(turn_id, model, int(matrix.shape[1]), pieces_digest(index.texts[turn_id]),
+             np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+            for turn_id, matrix in sorted(vectors.items()) if turn_id in index.texts]
+
+
+def import_stored_vectors(session: Any, rows: Sequence[tuple]) -> int:
+    """Hand stored vector rows to the session's recall index; returns how many turns it took.
+
+    Rows of another embedding model, or whose pieces changed since they were embedded, are left
+    out (those turns are embedded again at the next search); a damaged row is reported with a
+    RecallWarning and left out too.
+    """
+    index = recall_index(session)
+    if index is None or not rows:
+        return 0
+    by_model: dict[str, dict[int, np.ndarray]] = {}
+    for turn_id, model, dim, source, blob in rows:
+        pieces = index.texts.get(turn_id)
+        if pieces is None or source != pieces_digest(pieces):
+            continue
+        blob = bytes(blob)
+        if dim < 1 or not blob or len(blob) % (4 * dim):
+            warnings.warn(f"the stored recall vectors of turn {turn_id} are damaged ({len(blob)} bytes for "
+                          f"vectors of {dim} numbers); they were ignored and the turn will be embedded again",
+                          RecallWarning, stacklevel=2)
+            continue
+        by_model.setdefault(model, {})[turn_id] = np.frombuffer(blob, dtype="<f4").reshape(-1, dim)
+    return sum(index.import_vectors(model, vectors) for model, vectors in by_model.items())
 
 
 def _damaged(name: str, what: str) -> SessionStoreError:
@@ -330,12 +410,14 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
                                 "it was not loaded - if a newer helpers package saved it, upgrade this one "
                                 "(pip install -U ...); otherwise the row was changed by hand: restore a backup")
     try:
-        return session_class.from_snapshot(stored.state, **session_kwargs)
+        session = session_class.from_snapshot(stored.state, **session_kwargs)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         detail = f"{type(err).__name__}: {err}" if isinstance(err, KeyError) else str(err)
         raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); its stored "
                                 "data is damaged, or its memory state needs the memory= (or session class) it was "
                                 "created with - restore a backup, or delete the session") from None
+    import_stored_vectors(session, stored.vectors)
+    return session
 
 
 # ---------------------------------------------------------------- shared behaviour
@@ -383,7 +465,26 @@ class SessionStoreBase:
                         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
                         "state = excluded.state, question = excluded.question, body = excluded.body, "
                         "digest = excluded.digest", changed)
+        if encoded.vectors:
+            self._write_vectors(execute, executemany, user_id, session_id, encoded, wanted)
         return stored + 1
+
+    def _write_vectors(self, execute, executemany, user_id: str, session_id: str, encoded: EncodedSession,
+                       wanted: set[int]) -> None:
+        """Store the vectors of turns not stored yet (or stored from another model, other pieces or damaged).
+
+        Rows of turns that are gone were deleted with their turn rows (ON DELETE CASCADE).
+        """
+        have = {row[0]: tuple(row[1:]) for row in execute(
+            "SELECT turn_id, model, source, length(vector) FROM recall_vectors WHERE user_id = ? AND "
+            "session_id = ?", (user_id, session_id)).fetchall()}
+        new = [(user_id, session_id, *row) for row in encoded.vectors or ()
+               if row[0] in wanted and have.get(row[0]) != (row[1], row[3], len(row[4]))]
+        if new:
+            executemany("INSERT INTO recall_vectors (user_id, session_id, turn_id, model, dim, source, "
+                        "vector) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) "
+                        "DO UPDATE SET model = excluded.model, dim = excluded.dim, source = excluded.source, "
+                        "vector = excluded.vector", new)
 
     def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
              expected_revision: int | None = None) -> int:
@@ -604,6 +705,8 @@ class SQLiteSessionStore(SessionStoreBase):
                                     "session_id = ?", (user_id, session_id)).fetchall()
                 bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = ? AND "
                                            "session_id = ?", (user_id, session_id)).fetchall())
+                vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = ? AND "
+                                       "session_id = ?", (user_id, session_id)).fetchall()
             except sqlite3.DatabaseError as err:
                 raise SessionStoreError(f"reading {self.path} failed ({err}); the file may be damaged") from None
             finally:
@@ -612,7 +715,8 @@ class SQLiteSessionStore(SessionStoreBase):
         if not rows:
             raise self._not_found(user_id, session_id, self.path)
         name = f"session {user_id}/{session_id} in {self.path}"
-        return StoredSession(SessionInfo(*rows[0][:-1]), decode_state(rows[0][-1], bodies, name))
+        state = decode_state(rows[0][-1], bodies, name)
+        return StoredSession(SessionInfo(*rows[0][:-1]), state, tuple(vectors))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
@@ -650,3 +754,4 @@ class SQLiteSessionStore(SessionStoreBase):
 
 _INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
                  "forked_at")
+VECTOR_COLUMNS = "turn_id, model, dim, source, vector"  # the order StoredSession.vectors rows use
