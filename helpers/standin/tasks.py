@@ -46,6 +46,7 @@ import re
 from dataclasses import dataclass
 
 from helpers.clock import WEEKDAYS
+from helpers.memory.summary import PINNED_PREFIX, format_turn_ids  # the summariser's own format
 from helpers.tokens import content_text
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -105,7 +106,6 @@ _SECTION = re.compile(r"^([A-Z][A-Z ]+?)(?: \([^)\n]*\))?:[ \t]*(.*)$", re.M)
 _TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
 _ACKS = set("ok okay k thanks thank you thx cool great nice sure yes yep no nope fine got it alright right "
             "perfect awesome cheers".split())  # greetings are not here: rule 4 answers them
-PINNED_PREFIX = "Pinned"
 LEFT_OUT_NOTE = "(Left out to stay within the word limit: {turns}.)"  # questions go first, then the oldest
 _LEFT_OUT = re.compile(r"^\(Left out to stay within the word limit: turns? ([\d, -]+)\.\)$")
 
@@ -176,20 +176,8 @@ def summarise_conversation(prompt: str) -> str:
         asked = [i for i, x in enumerate(lines) if re.search(r'user: "[^"]*\?(?: …)?"', x)]
         gone = _TURN_LINE.match(lines.pop(asked[0] if asked else 0))
         left_out.update([int(gone.group(1))] if gone else [])
-    note = [LEFT_OUT_NOTE.format(turns=_turn_ids(left_out))] if left_out else []
+    note = [LEFT_OUT_NOTE.format(turns=format_turn_ids(left_out))] if left_out else []
     return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
-
-
-def _turn_ids(ids: set[int]) -> str:
-    """``{0, 1, 2, 5}`` -> ``"turns 0-2, 5"`` (``"turn 3"`` for one id)."""
-    runs: list[list[int]] = []
-    for i in sorted(ids):
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    parts = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
-    return ("turns " if len(ids) > 1 else "turn ") + ", ".join(parts)
 
 
 _NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
