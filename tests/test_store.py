@@ -829,6 +829,17 @@ def test_a_restored_session_embeds_nothing_already_stored(any_store, monkeypatch
     store.close()
 
 
+def test_reload_keeps_the_stored_vectors(any_store, monkeypatch):
+    session = recalling(any_store)
+    for text in [*STATEMENTS, LOCKER]:
+        session.chat(text)
+    other = recalling(any_store)  # a second copy, which reload() brings up to date
+    other.reload()
+    sent = counting_embedder(monkeypatch)
+    assert other.session.memory.recall.pending == []
+    assert "4471" in other.chat(LOCKER) and recall_pieces(other, sent) == []  # nothing embedded again
+
+
 def test_vectors_of_another_embedding_model_are_embedded_again_and_replaced(any_store, monkeypatch):
     session = recalling(any_store)
     for text in [*STATEMENTS, LOCKER]:

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 
 from helpers.history import DroppedTurn
 from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
-                                  SessionStore, SessionStoreError, StoredSession, check_ids, restore)
+                                  SessionStore, SessionStoreError, StoredSession, check_ids,
+                                  import_stored_vectors, restore)
 from helpers.session import ChatSession, TurnRecord
 
 
@@ -92,6 +93,7 @@ class PersistentSession:
             rewind(self.session, before)
             raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left as it was - "
                                     "reopen it with PersistentSession.open") from None
+        import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
         self.revision = stored.info.revision
 
     def _check_open(self, action: str) -> None:
