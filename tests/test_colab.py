@@ -124,3 +124,6 @@ def test_notebook_runs_in_a_colab_like_environment_and_leaves_its_packages_alone
     _run(python, "-c", "from helpers.session import ChatSession; from helpers.ui import ChatUI; "
          "ui = ChatUI(ChatSession()); ui.send('Where is the library?'); assert ui.transcript_text()",
          env=env, cwd=str(tmp_path))
+    # Installed from git, data files come from the package (notebook 12 generates conversations from them).
+    _run(python, "-c", "from helpers.memory.convgen import generate; assert generate(3, 60, 6).turns",
+         env=env, cwd=str(tmp_path))

@@ -19,10 +19,10 @@ evaluation used before (42 facts, each stated once and probed once), kept as one
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from helpers.knowledge import load_knowledge_base
 
 # attribute -> (values: first, then corrections), probes (worded differently from each other)
 ATTRIBUTES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -223,9 +223,8 @@ class Conversation:
 
 
 def _campus_titles() -> list[str]:
-    path = Path(__file__).resolve().parents[2] / "data" / "campus_kb.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [row["title"] for row in rows if "archived" not in row["title"].lower()]
+    """Titles of the shipped campus knowledge base (found installed or in a checkout), archived ones left out."""
+    return [entry.title for entry in load_knowledge_base() if "archived" not in entry.title.lower()]
 
 
 def generate(seed: int, n_turns: int = 200, n_facts: int = 20, min_gap: int = 8, long_share: float = 0.06

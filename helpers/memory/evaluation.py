@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx2
 import openai
@@ -27,12 +26,12 @@ import openai
 from helpers import tokens
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
 from helpers.history import split_turns
+from helpers.knowledge import load_knowledge_base
 from helpers.memory.assembler import MemoryAssembler, assemble_context
 from helpers.memory.convgen import Conversation
 from helpers.session import ChatSession
 from helpers.standin import server as offline
 
-ROOT = Path(__file__).resolve().parents[2]
 BUDGET, WINDOW = 1500, 6
 # name -> (memory layers used, under the budget?); "hybrid" is the session itself, measured, not replayed
 STRATEGIES: dict[str, tuple[frozenset, bool]] = {
@@ -60,9 +59,7 @@ class RecordingTransport(httpx2.BaseTransport):
         self.requests: list[tuple[int, dict]] = []  # (turn, request body)
         self.turn, self.long = -1, False
         self._embeddings = _EMBEDDINGS
-        lines = (ROOT / "data" / "campus_kb.jsonl").read_text().splitlines()
-        kb = [json.loads(line) for line in lines if line.strip()]
-        self._texts = [row["text"] for row in kb]
+        self._texts = [entry.text for entry in load_knowledge_base()]
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         body = request.read()
