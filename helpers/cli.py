@@ -61,7 +61,8 @@ def open_store(db: str) -> SessionStore:
             # psycopg is optional (pip install "psycopg[binary]"): imported only for a PostgreSQL DSN.
             from helpers.sessions.postgres import PostgresSessionStore
         except ImportError:
-            raise SessionStoreError('a postgresql:// --db needs psycopg: pip install "psycopg[binary]"') from None
+            raise SessionStoreError('a postgresql:// --db needs psycopg: '
+                                    'pip install "psycopg[binary]"') from None
         return PostgresSessionStore(db)
     path = Path(db).expanduser()
     blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
@@ -81,11 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(prog="python -m helpers", description="Agent-memory workshop tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chat = commands.add_parser("chat", help="chat with the campus assistant; conversations are saved and resumable")
-    chat.add_argument("--user", default=os.environ.get("WORKSHOP_USER", "learner"), help="user id (default: learner)")
+    chat = commands.add_parser("chat", help="chat with the campus assistant; "
+                                            "conversations are saved and resumable")
+    chat.add_argument("--user", default=os.environ.get("WORKSHOP_USER", "learner"),
+                      help="user id (default: learner)")
     chat.add_argument("--session", default="main", help="session id to start or resume (default: main)")
-    chat.add_argument("--db", default=None, help="SQLite file or postgresql:// DSN (default: $WORKSHOP_SESSION_DB "
-                                                 "or ~/.local/share/agent-memory-workshop/sessions.db)")
+    chat.add_argument("--db", default=None,
+                      help="SQLite file or postgresql:// DSN (default: $WORKSHOP_SESSION_DB "
+                           "or ~/.local/share/agent-memory-workshop/sessions.db)")
     chat.add_argument("--backend", choices=BACKENDS, default=None,
                       help="where requests go (default: $WORKSHOP_BACKEND, else offline)")
     chat.add_argument("--max-turns", type=int, default=None, help="earlier turns remembered (default: all)")
@@ -206,8 +210,8 @@ class TerminalChat:
             self.write(f"turns kept: {session.turn_ids or 'none'}; dropped by trimming: "
                        f"{[d.turn_id for d in session.dropped] or 'none'}; {len(session.messages)} messages")
             self.write(f"summary/profile: {memory if memory else 'none'}")
-            self.write(f"stored: {self.session.user_id}/{self.session.session_id} revision {self.session.revision} "
-                       f"in {_shown(self.db)}")
+            self.write(f"stored: {self.session.user_id}/{self.session.session_id} "
+                       f"revision {self.session.revision} in {_shown(self.db)}")
         elif name == "/sessions":
             for info in self.session.store.list_sessions(self.session.user_id):
                 here = " (this one)" if info.session_id == self.session.session_id else ""

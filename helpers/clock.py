@@ -15,7 +15,8 @@ from helpers.errors import WorkshopError
 
 ENV_VAR = "WORKSHOP_NOW"
 DEFAULT_TIMEZONE = "America/Los_Angeles"
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")  # date.weekday() order
+# in date.weekday() order
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 class ClockError(WorkshopError, ValueError):

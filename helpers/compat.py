@@ -70,7 +70,8 @@ def _tool_call(call: Any, index: int, position: int) -> dict:
         raise CompatError(f"message {index}: tool_calls[{position}] has no 'id'; keep the id the server "
                           "returned, the matching tool result needs it as tool_call_id")
     return {"id": str(raw["id"]), "type": "function",
-            "function": {"name": str(function["name"]), "arguments": _arguments_text(function.get("arguments"))}}
+            "function": {"name": str(function["name"]),
+                         "arguments": _arguments_text(function.get("arguments"))}}
 
 
 def _tool_content(content: Any) -> Any:
@@ -127,7 +128,7 @@ def assistant_message_to_dict(message: Any) -> dict:
 
 
 def parse_tool_arguments(arguments: Any) -> dict:
-    """A tool call's arguments as a dict; tolerates raw newlines inside strings (small local models emit them)."""
+    """A tool call's arguments as a dict; tolerates raw newlines in strings (small local models emit them)."""
     if isinstance(arguments, Mapping):
         return dict(arguments)
     text = (arguments or "").strip() or "{}"
@@ -221,7 +222,7 @@ def _tool_names(tools: list) -> list[str]:
 
 
 def _bound_strings(schema: Any, limit: int) -> Any:
-    """A copy of a JSON schema where every free-text string (no enum/const/maxLength/format) gets maxLength."""
+    """A JSON schema copy where every free-text string (no enum/const/maxLength/format) gets maxLength."""
     if not isinstance(schema, Mapping):
         return schema
     out = dict(schema)
@@ -264,7 +265,8 @@ def _plain_result(content: Any) -> str:
         data = json.loads(content)
     except ValueError:
         return content
-    if isinstance(data, dict) and all(isinstance(v, (str, int, float, bool)) or v is None for v in data.values()):
+    if isinstance(data, dict) and all(isinstance(v, (str, int, float, bool)) or v is None
+                                      for v in data.values()):
         return ", ".join(f"{k}: {v}" for k, v in data.items())
     return content
 

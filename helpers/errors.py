@@ -1,4 +1,4 @@
-"""Every exception and warning the workshop raises, in one list: all share ``WorkshopError`` / ``WorkshopWarning``.
+"""The workshop's exceptions and warnings, in one list: all share ``WorkshopError`` / ``WorkshopWarning``.
 
 ``except WorkshopError`` catches anything this package raises on purpose. Each class also derives from the
 built-in that says what kind of problem it is:

@@ -31,7 +31,8 @@ VERDICTS = ("supported", "unsupported")
 SCOPE_PROMPT = (
     "You are a scope classifier for the Larkspur University campus assistant. Classify the user's request "
     "as exactly one category: \"campus\" (campus life: clubs, labs, courses, office hours, events, services, "
-    "dates and times of those), \"off_topic\" (anything else), or \"unsafe\" (harmful, dishonest or abusive). "
+    "dates and times of those), \"off_topic\" (anything else), "
+    "or \"unsafe\" (harmful, dishonest or abusive). "
     'Reply with only a JSON object: {"category": "<campus|off_topic|unsafe>", "reason": "<a few words>"}.'
 )
 GROUNDING_PROMPT = (

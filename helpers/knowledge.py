@@ -151,7 +151,8 @@ def _read_jsonl(path: str | Path | None, default_name: str) -> tuple[Path, list[
             raise KnowledgeBaseError(f"{path}, line {lineno}: not valid JSON ({exc.msg}); "
                                      "each line must be one JSON object") from None
         if not isinstance(row, dict):
-            raise KnowledgeBaseError(f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}")
+            raise KnowledgeBaseError(f"{path}, line {lineno}: expected a JSON object, "
+                                     f"got {type(row).__name__}")
         rows.append((lineno, row))
     if not rows:
         raise KnowledgeBaseError(f"{path} has no entries; add one JSON object per line")
@@ -180,8 +181,9 @@ def _entry_from(row: dict, where: str) -> Entry:
         raise KnowledgeBaseError(f"{where}: time {when!r} must be 24-hour HH:MM like '18:00'")
     if date is not None and not _DATE_RE.match(date):
         raise KnowledgeBaseError(f"{where}: date {date!r} must be YYYY-MM-DD")
-    return Entry(id=entry_id, title=text_field("title", True), text=text_field("text", True), tags=tuple(tags),
-                 weekday=weekday, time=when, location=text_field("location", False), date=date)
+    return Entry(id=entry_id, title=text_field("title", True), text=text_field("text", True),
+                 tags=tuple(tags), weekday=weekday, time=when, location=text_field("location", False),
+                 date=date)
 
 
 def load_knowledge_base(path: str | Path | None = None) -> list[Entry]:
@@ -208,7 +210,8 @@ def load_eval_questions(path: str | Path | None = None) -> list[dict]:
         if not isinstance(question, str) or not question.strip():
             raise KnowledgeBaseError(f"{path}, line {lineno}: 'question' must be a non-empty string")
         if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
-            raise KnowledgeBaseError(f"{path}, line {lineno}: 'relevant' must be a list of ids ([] if unanswerable)")
+            raise KnowledgeBaseError(f"{path}, line {lineno}: "
+                                     "'relevant' must be a list of ids ([] if unanswerable)")
         out.append({"question": question, "relevant": relevant})
     return out
 
@@ -216,12 +219,13 @@ def load_eval_questions(path: str | Path | None = None) -> list[dict]:
 # ------------------------------------------------------------------ cache
 
 def cache_dir(path: str | Path | None = None) -> Path:
-    """The embedding cache folder (argument, else $WORKSHOP_CACHE_DIR, else ~/.cache/agent-memory-workshop), created."""
+    """The cache folder, created (argument, else $WORKSHOP_CACHE_DIR, else ~/.cache/agent-memory-workshop)."""
     folder = Path(path or os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR).expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise KnowledgeBaseError(f"cannot create the embedding cache folder {folder} ({exc.strerror or exc}); "
+        raise KnowledgeBaseError(f"cannot create the embedding cache folder {folder} "
+                                 f"({exc.strerror or exc}); "
                                  f"set {CACHE_ENV} to a writable folder or pass use_cache=False") from None
     return folder
 
@@ -256,7 +260,8 @@ class KnowledgeBase:
     def __post_init__(self) -> None:
         self.entries = list(self.entries)
         if not self.entries:
-            raise KnowledgeBaseError("the knowledge base has no entries; load some with load_knowledge_base()")
+            raise KnowledgeBaseError("the knowledge base has no entries; "
+                                     "load some with load_knowledge_base()")
         ids = [e.id for e in self.entries]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -282,7 +287,8 @@ class KnowledgeBase:
 
     def __repr__(self) -> str:
         source = "cache" if self.from_cache else "freshly embedded"
-        return f"KnowledgeBase({len(self.entries)} entries, model={self.model!r}, threshold={self.threshold}, {source})"
+        return (f"KnowledgeBase({len(self.entries)} entries, model={self.model!r}, "
+                f"threshold={self.threshold}, {source})")
 
     def get(self, entry_id: str) -> Entry:
         """The entry with this id (for its weekday, time and location fields)."""
@@ -295,7 +301,8 @@ class KnowledgeBase:
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
         if self.client is None:
             return local_embed(texts)
-        return embed_texts(self.client, texts, model=self.model, input_type=input_type, progress=self.progress)
+        return embed_texts(self.client, texts, model=self.model, input_type=input_type,
+                           progress=self.progress)
 
     def content_hash(self) -> str:
         """A digest of the model name and every passage: the cache key."""
@@ -339,10 +346,12 @@ class KnowledgeBase:
             os.replace(handle.name, target)
         except OSError as exc:
             raise KnowledgeBaseError(f"cannot write the embedding cache {target} ({exc.strerror or exc}); "
-                                     f"set {CACHE_ENV} to a writable folder or pass use_cache=False") from None
+                                     f"set {CACHE_ENV} to a writable folder "
+                                     "or pass use_cache=False") from None
 
     # -- search
-    def search_many(self, queries: Sequence[str], k: int = 3, threshold: float | None = None) -> list[list[Hit]]:
+    def search_many(self, queries: Sequence[str], k: int = 3,
+                    threshold: float | None = None) -> list[list[Hit]]:
         """Top-``k`` hits scoring at least ``threshold`` for each query, embedded in one request."""
         queries = list(queries)
         if not isinstance(k, int) or k < 1:
@@ -355,7 +364,8 @@ class KnowledgeBase:
         limit = self.threshold if threshold is None else threshold
         results = []
         for vector in self._embed(queries, "query"):
-            results.append([Hit(self.entries[i].id, self.entries[i].title, self.entries[i].text, round(score, 4))
+            results.append([Hit(self.entries[i].id, self.entries[i].title, self.entries[i].text,
+                                round(score, 4))
                             for i, score in cosine_top_k(vector, self.matrix, k, limit)])
         return results
 
@@ -370,7 +380,8 @@ class KnowledgeBase:
 
 # ------------------------------------------------------------------ metrics
 
-def evaluate(kb: KnowledgeBase, eval_rows: Sequence[dict], k: int = 3, threshold: float | None = None) -> dict:
+def evaluate(kb: KnowledgeBase, eval_rows: Sequence[dict], k: int = 3,
+             threshold: float | None = None) -> dict:
     """Retrieval quality on labelled questions, with the threshold applied as in real use.
 
     For questions with relevant ids: ``recall_at_k`` = share of a question's relevant

@@ -160,7 +160,8 @@ REGISTRY: dict[str, Tool] = {tool.name: tool for tool in [
         "days_until_weekday", "How many days from today until the next given weekday. Use this to count "
         "or compare days; never estimate.",
         {"weekday": {"type": "string", "enum": list(WEEKDAYS)},
-         "time": {"type": "string", "description": "Optional event time HH:MM; if today and passed, next week"}},
+         "time": {"type": "string",
+                  "description": "Optional event time HH:MM; if today and passed, next week"}},
         ["weekday"])),
     Tool("next_campus_event", next_campus_event, function_schema(
         "next_campus_event", "The next date of a recurring campus event, given its knowledge-base id.",

@@ -223,7 +223,7 @@ class Conversation:
 
 
 def _campus_titles() -> list[str]:
-    """Titles of the shipped campus knowledge base (found installed or in a checkout), archived ones left out."""
+    """Titles of the shipped campus knowledge base (installed or in a checkout), archived ones left out."""
     return [entry.title for entry in load_knowledge_base() if "archived" not in entry.title.lower()]
 
 

@@ -58,9 +58,11 @@ class PersistentSession:
         try:
             stored = store.load_state(user_id, session_id)
         except SessionNotFoundError:
-            return cls(store, user_id, session_id, session_class(**session_kwargs), session_kwargs=session_kwargs)
+            return cls(store, user_id, session_id, session_class(**session_kwargs),
+                       session_kwargs=session_kwargs)
         session = restore(stored, session_class, session_kwargs)
-        return cls(store, user_id, session_id, session, revision=stored.info.revision, session_kwargs=session_kwargs)
+        return cls(store, user_id, session_id, session, revision=stored.info.revision,
+                   session_kwargs=session_kwargs)
 
     @property
     def resumed(self) -> bool:
@@ -84,22 +86,22 @@ class PersistentSession:
         return self.revision
 
     def reload(self) -> None:
-        """Continue from the stored session (e.g. after another writer saved it); unsaved changes are dropped."""
+        """Continue from the stored session (e.g. after another writer saved it); drops unsaved changes."""
         stored = self.store.load_state(self.user_id, self.session_id)
         before = self.session.snapshot()
         try:
             rewind(self.session, stored.state)
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             rewind(self.session, before)
-            raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left as it was - "
-                                    "reopen it with PersistentSession.open") from None
+            raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left "
+                                    "as it was - reopen it with PersistentSession.open") from None
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
         self.revision = stored.info.revision
 
     def _check_open(self, action: str) -> None:
         if self.closed:
-            raise SessionStoreError(f"the session store is closed, so {self.name} cannot be saved; nothing was "
-                                    f"{action} - open the store again and reopen the session")
+            raise SessionStoreError(f"the session store is closed, so {self.name} cannot be saved; "
+                                    f"nothing was {action} - open the store again and reopen the session")
 
     def _stored(self) -> tuple[StoredSession | None, bool]:
         """What the store holds now (None when it cannot tell), and whether the session is gone from it."""
@@ -184,14 +186,14 @@ class PersistentSession:
         """
         kwargs = session_kwargs or self.session_kwargs
         if kwargs.get("memory") is not None and kwargs["memory"] is getattr(self.session, "memory", None):
-            raise ForkError("the branch needs its own memory: pass memory=<a new MemoryAssembler configured like "
-                            "this session's> to fork()")
+            raise ForkError("the branch needs its own memory: "
+                            "pass memory=<a new MemoryAssembler configured like this session's> to fork()")
         if self.revision == 0:
             self.save()
-        self.store.fork(self.user_id, self.session_id, at_turn, new_session_id, session_class=type(self.session),
-                        **kwargs)
-        return PersistentSession.open(self.store, self.user_id, new_session_id, session_class=type(self.session),
-                                      **kwargs)
+        self.store.fork(self.user_id, self.session_id, at_turn, new_session_id,
+                        session_class=type(self.session), **kwargs)
+        return PersistentSession.open(self.store, self.user_id, new_session_id,
+                                      session_class=type(self.session), **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # messages, turn_ids, dropped, turns, snapshot, show ...
         if name == "session":

@@ -101,8 +101,9 @@ class PostgresSessionStore(SessionStoreBase):
                                         lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows),
                                         user_id, session_id, encoded, expected_revision, lineage, at)
         except psycopg.Error as err:
-            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed and was rolled back "
-                                    f"({self._reason(err)}); the stored session is as it was - retry") from None
+            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed "
+                                    f"and was rolled back ({self._reason(err)}); "
+                                    "the stored session is as it was - retry") from None
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:
         """The stored snapshot, read in one consistent snapshot."""
@@ -144,8 +145,8 @@ class PostgresSessionStore(SessionStoreBase):
                 return conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s",
                                     (user_id, session_id)).rowcount > 0
         except psycopg.Error as err:
-            raise SessionStoreError(f"deleting {user_id}/{session_id} on {self.where} failed and was rolled back "
-                                    f"({self._reason(err)}); retry") from None
+            raise SessionStoreError(f"deleting {user_id}/{session_id} on {self.where} failed "
+                                    f"and was rolled back ({self._reason(err)}); retry") from None
 
     def schema_version(self) -> int:
         """The highest session migration applied."""

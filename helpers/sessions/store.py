@@ -235,7 +235,8 @@ def _state_of(session: ChatSession | dict) -> dict:
     state = session.snapshot() if hasattr(session, "snapshot") else session
     if not isinstance(state, dict) or not isinstance(state.get("messages"), list) \
             or not isinstance(state.get("turn_ids"), list):
-        raise SessionStoreError("save() needs a ChatSession or its snapshot() dict (with 'messages' and 'turn_ids')")
+        raise SessionStoreError("save() needs a ChatSession or its snapshot() dict "
+                                "(with 'messages' and 'turn_ids')")
     return state
 
 
@@ -267,12 +268,14 @@ def encode_state(session: ChatSession | dict) -> EncodedSession:
     for item in dropped:
         put(item["turn_id"], "dropped", {"messages": item["messages"], "tokens": item["tokens"]})
         if "kept" in bodies[item["turn_id"]]:
-            raise SessionStoreError(f"snapshot is inconsistent: turn {item['turn_id']} is both kept and dropped")
+            raise SessionStoreError(f"snapshot is inconsistent: turn {item['turn_id']} "
+                                    "is both kept and dropped")
     records = state.get("turns") or []
     for record in records:
         put(record["turn_id"], "record", record)
     header = {k: v for k, v in state.items() if k not in ("messages", "turns", "dropped")}
-    header.update(lead=lead, dropped_ids=[d["turn_id"] for d in dropped], record_ids=[r["turn_id"] for r in records])
+    header.update(lead=lead, dropped_ids=[d["turn_id"] for d in dropped],
+                  record_ids=[r["turn_id"] for r in records])
     rows = []
     for turn_id in sorted(bodies):
         body = bodies[turn_id]
@@ -337,8 +340,8 @@ def import_stored_vectors(session: Any, rows: Sequence[tuple]) -> int:
 
 
 def _damaged(name: str, what: str) -> SessionStoreError:
-    return SessionStoreError(f"{name} is damaged in the database: {what}; it was not loaded - restore the database "
-                             "from a backup, or delete that session")
+    return SessionStoreError(f"{name} is damaged in the database: {what}; it was not loaded "
+                             "- restore the database from a backup, or delete that session")
 
 
 def _parse(name: str, where: str, text: Any, kind: type) -> Any:
@@ -397,25 +400,29 @@ def check_fork(state: dict, at_turn: int) -> None:
         raise ForkError(f"cannot fork at turn {at_turn!r}: choose a turn id from 0 to {next_id} "
                         f"(turns in memory: {ids})")
     if dropped_ids and at_turn <= max(dropped_ids):
-        raise ForkError(f"cannot fork at turn {at_turn}: turns {dropped_ids} were already trimmed out of memory "
-                        f"(a summary may cover them); fork at turn {max(dropped_ids) + 1} or later")
+        raise ForkError(f"cannot fork at turn {at_turn}: turns {dropped_ids} were already trimmed "
+                        f"out of memory (a summary may cover them); "
+                        f"fork at turn {max(dropped_ids) + 1} or later")
 
 
 def restore(stored: StoredSession, session_class: type[ChatSession], session_kwargs: dict) -> ChatSession:
-    """``session_class.from_snapshot`` with a store error (naming the session) if the snapshot does not fit."""
+    """``session_class.from_snapshot``, with a store error naming the session if the snapshot does not fit."""
     name = f"session {stored.info.user_id}/{stored.info.session_id}"
     version = stored.state.get("version")
     if version != 1:
-        raise SessionStoreError(f"{name} is stored in snapshot format {version!r}, and this code reads format 1; "
+        raise SessionStoreError(f"{name} is stored in snapshot format {version!r}, "
+                                "and this code reads format 1; "
                                 "it was not loaded - if a newer helpers package saved it, upgrade this one "
-                                "(pip install -U ...); otherwise the row was changed by hand: restore a backup")
+                                "(pip install -U ...); "
+                                "otherwise the row was changed by hand: restore a backup")
     try:
         session = session_class.from_snapshot(stored.state, **session_kwargs)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         detail = f"{type(err).__name__}: {err}" if isinstance(err, KeyError) else str(err)
-        raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); its stored "
-                                "data is damaged, or its memory state needs the memory= (or session class) it was "
-                                "created with - restore a backup, or delete the session") from None
+        raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); "
+                                "its stored data is damaged, or its memory state needs the memory= "
+                                "(or session class) it was created with - restore a backup, "
+                                "or delete the session") from None
     import_stored_vectors(session, stored.vectors)
     return session
 
@@ -445,7 +452,8 @@ class SessionStoreBase:
             raise self._conflict(user_id, session_id, stored, expected_revision)
         if row is None:
             execute("INSERT INTO sessions (user_id, session_id, revision, header, title, turns, dropped, "
-                    "forked_from, forked_at, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "forked_from, forked_at, created_at, updated_at) "
+                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (user_id, session_id, encoded.header, encoded.title, encoded.turns, encoded.dropped,
                      *(lineage or (None, None)), at, at))
         else:
@@ -458,11 +466,14 @@ class SessionStoreBase:
         wanted = {r[0] for r in encoded.rows}
         gone = [(user_id, session_id, t) for t in have if t not in wanted]
         if gone:
-            executemany("DELETE FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id = ?", gone)
+            executemany("DELETE FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id = ?",
+                        gone)
         changed = [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]]
         if changed:
-            executemany("INSERT INTO session_turns (user_id, session_id, turn_id, state, question, body, digest) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
+            executemany("INSERT INTO session_turns "
+                        "(user_id, session_id, turn_id, state, question, body, digest) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (user_id, session_id, turn_id) DO UPDATE SET "
                         "state = excluded.state, question = excluded.question, body = excluded.body, "
                         "digest = excluded.digest", changed)
         if encoded.vectors:
@@ -513,20 +524,22 @@ class SessionStoreBase:
         check_fork(state, at_turn)
         if state.get("memory") and not session.memory_state():
             raise ForkError(f"session {user_id}/{session_id} has summary/profile state that a plain "
-                            f"{session_class.__name__} cannot carry; pass memory=<a new MemoryAssembler configured "
-                            "as before> (or its session_class) so the branch keeps it")
+                            f"{session_class.__name__} cannot carry; "
+                            "pass memory=<a new MemoryAssembler configured as before> (or its session_class) "
+                            "so the branch keeps it")
         while session.turn_ids and session.turn_ids[-1] >= at_turn:
             session.undo()
         try:
             self._write(user_id, new_session_id, encode_state(session), 0, (session_id, at_turn))
         except SessionConflictError:
-            raise ForkError(f"session {user_id}/{new_session_id} already exists; choose another new_session_id "
-                            "or delete it first") from None
+            raise ForkError(f"session {user_id}/{new_session_id} already exists; "
+                            "choose another new_session_id or delete it first") from None
         return self.load_state(user_id, new_session_id).info
 
     def _not_found(self, user_id: str, session_id: str, where: str) -> SessionNotFoundError:
         known = [s.session_id for s in self.list_sessions(user_id)]  # type: ignore[attr-defined]
-        hint = f"saved sessions of {user_id!r}: {', '.join(known[:8])}" if known else f"{user_id!r} has none yet"
+        hint = (f"saved sessions of {user_id!r}: {', '.join(known[:8])}" if known
+                else f"{user_id!r} has none yet")
         return SessionNotFoundError(f"no session {session_id!r} for user {user_id!r} in {where} ({hint})")
 
     def _conflict(self, user_id: str, session_id: str, stored: int, expected: int) -> SessionConflictError:
@@ -535,8 +548,8 @@ class SessionStoreBase:
                                         "open it to continue it, or pick another session id")
         return SessionConflictError(
             f"session {user_id}/{session_id} was saved by another writer since this copy was loaded (stored "
-            f"revision {stored}, this copy expected {expected}); nothing was written - reopen the session and "
-            "redo the turn")
+            f"revision {stored}, this copy expected {expected}); nothing was written - "
+            "reopen the session and redo the turn")
 
 
 # ---------------------------------------------------------------- SQLite
@@ -561,19 +574,23 @@ class SQLiteSessionStore(SessionStoreBase):
         try:
             self._check_path(path)
         except OSError as err:
-            raise SessionStoreError(f"{self.path} cannot be read ({err.strerror or err}); check the permissions of "
-                                    "the file and its folder, or pass another path") from None
+            raise SessionStoreError(f"{self.path} cannot be read ({err.strerror or err}); "
+                                    "check the permissions of the file and its folder, "
+                                    "or pass another path") from None
         try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
         except sqlite3.Error as err:
             if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
                 raise SessionStoreError(self._not_writable(err)) from None
-            raise SessionStoreError(f"could not open {self.path}: {err}; check the path and its permissions") from None
+            raise SessionStoreError(f"could not open {self.path}: {err}; "
+                                    "check the path and its permissions") from None
         try:
             self._check_schema(conn)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                raise SessionStoreError(f"{self.path} refused WAL mode (got {mode!r}); put it on a local disk")
+                raise SessionStoreError(f"{self.path} refused WAL mode (got {mode!r}); "
+                                        "put it on a local disk")
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")  # PRAGMA takes no parameters
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -586,11 +603,12 @@ class SQLiteSessionStore(SessionStoreBase):
             if code.startswith(_NOT_WRITABLE):
                 raise SessionStoreError(self._not_writable(err)) from None
             if code.startswith(_DAMAGED):
-                raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); it is probably "
-                                        "corrupt and was left untouched - restore a backup or pass another path"
-                                        ) from None
-            raise SessionStoreError(f"{self.path} could not be opened as a session database ({err}); it was left "
-                                    "untouched - check the disk and the path, or pass another path") from None
+                raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); "
+                                        "it is probably corrupt and was left untouched "
+                                        "- restore a backup or pass another path") from None
+            raise SessionStoreError(f"{self.path} could not be opened as a session database ({err}); "
+                                    "it was left untouched - check the disk and the path, "
+                                    "or pass another path") from None
         except BaseException:
             conn.close()
             self._conn = None
@@ -605,7 +623,8 @@ class SQLiteSessionStore(SessionStoreBase):
             with open(path, "rb") as handle:
                 head = handle.read(16)
             if head != b"SQLite format 3\x00":
-                raise SessionStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
+                raise SessionStoreError(f"{self.path} is not a SQLite database "
+                                        "(another kind of file, or corrupt); "
                                         "it was left untouched - pass another path, or move that file away")
             return
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
@@ -613,13 +632,15 @@ class SQLiteSessionStore(SessionStoreBase):
             raise SessionStoreError(f"cannot use {self.path}: {blocker} is a file, not a folder; pass a path "
                                     "inside a folder")
         if not path.parent.is_dir():
-            raise SessionStoreError(f"the folder {path.parent} does not exist; create it or pass another path")
+            raise SessionStoreError(f"the folder {path.parent} does not exist; "
+                                    "create it or pass another path")
 
     def _not_writable(self, err: sqlite3.Error) -> str:
         folder = Path(self.path).parent
-        return (f"{self.path} cannot be written ({err}); this process may not write to the file or to its folder "
-                f"{folder} (SQLite keeps -wal and -shm files next to it) - fix the permissions, or pass a path in "
-                "a writable folder; nothing was changed")
+        return (f"{self.path} cannot be written ({err}); "
+                f"this process may not write to the file or to its folder {folder} "
+                "(SQLite keeps -wal and -shm files next to it) - fix the permissions, "
+                "or pass a path in a writable folder; nothing was changed")
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         tables = {row[0] for row in conn.execute(
@@ -628,15 +649,17 @@ class SQLiteSessionStore(SessionStoreBase):
             version = conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()[0] or 0
             if version > MIGRATIONS[-1][0]:
                 raise SessionStoreError(
-                    f"{self.path} was written by a newer version of the workshop (session schema {version}; this "
-                    f"code knows up to {MIGRATIONS[-1][0]}); it was left untouched - upgrade the helpers package "
+                    f"{self.path} was written by a newer version of the workshop "
+                    f"(session schema {version}; this code knows up to {MIGRATIONS[-1][0]}); "
+                    "it was left untouched - upgrade the helpers package "
                     "(pip install -U ...) or pass another path")
             return
         foreign = sorted(tables - FACT_STORE_TABLES)
         if foreign:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise SessionStoreError(f"{self.path} is a SQLite database of something else (tables: {shown}; no "
-                                    f"{SCHEMA_TABLE} table); it was left untouched - pass another path")
+            raise SessionStoreError(f"{self.path} is a SQLite database of something else "
+                                    f"(tables: {shown}; no {SCHEMA_TABLE} table); "
+                                    "it was left untouched - pass another path")
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
@@ -650,7 +673,8 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise SessionStoreError(f"the session store on {self.path} is closed, so nothing can be read or saved; "
+            raise SessionStoreError(f"the session store on {self.path} is closed, "
+                                    "so nothing can be read or saved; "
                                     "open a new SQLiteSessionStore on that file")
         return self._conn
 
@@ -663,8 +687,10 @@ class SQLiteSessionStore(SessionStoreBase):
             except sqlite3.OperationalError as err:
                 if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
                     raise SessionStoreError(self._not_writable(err)) from None
-                raise SessionStoreError(f"could not start a write on {self.path} within {self.timeout}s ({err}); "
-                                        "another process holds the write lock - retry, or raise timeout") from None
+                raise SessionStoreError(f"could not start a write on {self.path} "
+                                        f"within {self.timeout}s ({err}); "
+                                        "another process holds the write lock - retry, "
+                                        "or raise timeout") from None
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -678,7 +704,8 @@ class SQLiteSessionStore(SessionStoreBase):
             try:
                 return self._connection().execute(sql, params).fetchall()
             except sqlite3.DatabaseError as err:
-                raise SessionStoreError(f"reading {self.path} failed ({err}); the file may be damaged") from None
+                raise SessionStoreError(f"reading {self.path} failed ({err}); "
+                                        "the file may be damaged") from None
 
     # -- the protocol
     def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
@@ -690,9 +717,11 @@ class SQLiteSessionStore(SessionStoreBase):
                                         expected_revision, lineage, at)
         except sqlite3.DatabaseError as err:
             if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
-                raise SessionStoreError(f"saving {user_id}/{session_id} failed: " + self._not_writable(err)) from None
-            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed and was rolled back "
-                                    f"({err}); the stored session is as it was - retry") from None
+                raise SessionStoreError(f"saving {user_id}/{session_id} failed: "
+                                        + self._not_writable(err)) from None
+            raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed "
+                                    f"and was rolled back ({err}); "
+                                    "the stored session is as it was - retry") from None
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:
         """The stored snapshot of one session, exactly as saved."""
@@ -708,7 +737,8 @@ class SQLiteSessionStore(SessionStoreBase):
                 vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = ? AND "
                                        "session_id = ?", (user_id, session_id)).fetchall()
             except sqlite3.DatabaseError as err:
-                raise SessionStoreError(f"reading {self.path} failed ({err}); the file may be damaged") from None
+                raise SessionStoreError(f"reading {self.path} failed ({err}); "
+                                        "the file may be damaged") from None
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
@@ -731,8 +761,8 @@ class SQLiteSessionStore(SessionStoreBase):
                 return conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?",
                                     (user_id, session_id)).rowcount > 0
         except sqlite3.DatabaseError as err:
-            raise SessionStoreError(f"deleting {user_id}/{session_id} from {self.path} failed and was rolled back "
-                                    f"({err}); retry") from None
+            raise SessionStoreError(f"deleting {user_id}/{session_id} from {self.path} failed "
+                                    f"and was rolled back ({err}); retry") from None
 
     def schema_version(self) -> int:
         """The highest session-schema migration applied to this file."""

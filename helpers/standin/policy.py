@@ -268,7 +268,8 @@ def _agent_step(messages, start, question, offered, system) -> Decision:
     if "time" in needs and "get_current_time" in offered and "get_current_time" not in done:
         return Decision(tool_calls=[("get_current_time", {})])
     if "compare" in needs and "days_until_weekday" in offered and "days_until_weekday" not in done:
-        pair = _distinct_recent(conversation_mentions(history) + _mentions_in_text(question) + turn_mentions, 2)
+        pair = _distinct_recent(conversation_mentions(history) + _mentions_in_text(question) + turn_mentions,
+                                2)
         if len(pair) < 2:
             return Decision(content=_style(_unresolved(question, "two things to compare"), system))
         return Decision(tool_calls=[("days_until_weekday", _day_args(m)) for m in reversed(pair)])

@@ -60,7 +60,8 @@ def _text(message: dict) -> str:
     return content_text(message.get("content"))
 
 
-_FACT_TOKEN = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")s?\b|\b\d+(?::\d+)?\b|\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b")
+_FACT_TOKEN = re.compile(r"\b(?:" + "|".join(WEEKDAYS) + r")s?\b|\b\d+(?::\d+)?\b"
+                         r"|\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b")
 _JUDGE_SECTIONS = re.compile(r"PASSAGES:\s*(?P<passages>.*?)\s*ANSWER:\s*(?P<answer>.*)", re.S)
 
 
@@ -278,7 +279,7 @@ def _stems(text: str) -> set[str]:
 
 
 def asked_about_user(question: str) -> tuple[set[str], str | None] | None:
-    """What a question about the user asks: (words of "my <noun phrase>", None) or (empty, verb); else None."""
+    """What a question about the user asks: (words of "my <noun phrase>", None), (empty, verb), or None."""
     for form in _QUESTION_FORMS:
         match = form.search(question)
         if match is None:
