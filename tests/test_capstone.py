@@ -1,27 +1,14 @@
 """Notebook 12's exercises: each check fails on its stub and passes on its solution on any day, and checks
 what it says it checks (the tight budget really loses evidence with the default shares; a wrong answer of
 each kind gets a hint)."""
-import contextlib
-import io
-
 import pytest
+from exercise_support import run
 
 from helpers.exercises import nb12
 from helpers.memory.assembler import DEFAULT_SHARES, Shares
 
 OTHER_DAYS = ("2026-12-02T15:00:00-08:00",   # a Wednesday afternoon in Los Angeles
               "2027-06-19T23:30:00+02:00")   # a Saturday night in another zone, half a year on
-
-
-def run(exercise, code: str, **names) -> tuple[bool, str]:
-    """Run a cell's code as the notebook would, then the exercise's check; (passed, what it printed)."""
-    namespace = dict(exercise.context())
-    exec(compile(code, f"<{exercise.key}>", "exec"), namespace)  # noqa: S102 - the package's own code
-    namespace.update(names)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        passed = exercise.check(*(namespace[name] for name in exercise.answers))
-    return passed, out.getvalue()
 
 
 # exercise 1 records a whole conversation per day (a few seconds), so it is tried on one other day only

@@ -8,6 +8,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+from exercise_support import run
 
 import helpers.exercises
 from helpers.exercises import EXERCISES, Exercise, Hint
@@ -17,15 +18,6 @@ for _module in pkgutil.iter_modules(helpers.exercises.__path__):
     importlib.import_module(f"helpers.exercises.{_module.name}")
 
 
-def _run(exercise: Exercise, code: str) -> tuple[bool, str]:
-    namespace = dict(exercise.context())
-    exec(compile(code, f"<{exercise.key}>", "exec"), namespace)  # noqa: S102 - our own stub and solution
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        passed = exercise.check(*(namespace[name] for name in exercise.answers))
-    return passed, out.getvalue()
-
-
 def _code_cells(key: str) -> list[str]:
     path = next(NOTEBOOKS.glob(f"{key.split('.')[0]}_*.ipynb"))
     return ["".join(c["source"]).strip() for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
@@ -33,13 +25,13 @@ def _code_cells(key: str) -> list[str]:
 
 @pytest.mark.parametrize("key", sorted(EXERCISES))
 def test_check_fails_on_the_stub_with_a_hint(key):
-    passed, said = _run(EXERCISES[key], EXERCISES[key].stub)
+    passed, said = run(EXERCISES[key], EXERCISES[key].stub)
     assert not passed and said.startswith("✗") and "Traceback" not in said, said
 
 
 @pytest.mark.parametrize("key", sorted(EXERCISES))
 def test_check_passes_on_the_solution(key):
-    passed, said = _run(EXERCISES[key], EXERCISES[key].solution_code)
+    passed, said = run(EXERCISES[key], EXERCISES[key].solution_code)
     assert passed and said.startswith("✓"), said
 
 

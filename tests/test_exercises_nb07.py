@@ -1,19 +1,10 @@
 """Notebook 07's exercise checks: the smallest window really is the smallest, the safe cut is checked for
 validity, size and gaps, and neither check depends on the day it runs."""
-import contextlib
-import io
-
 import pytest
+from exercise_support import quiet_check
 
 from helpers.exercises.nb07 import exercise_1, exercise_2, remembered_questions
 from helpers.history import split_turns
-
-
-def _said(exercise, *answers):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        passed = exercise.check(*answers)
-    return passed, out.getvalue()
 
 
 def _solution(exercise):
@@ -26,18 +17,18 @@ def _solution(exercise):
                                  "2027-03-06T08:00:00+01:00"])
 def test_checks_give_the_same_verdicts_on_any_day(monkeypatch, now):
     monkeypatch.setenv("WORKSHOP_NOW", now)
-    assert _said(exercise_1, _solution(exercise_1)["my_max_turns"])[0]
-    assert _said(exercise_2, _solution(exercise_2)["safe_cut"])[0]
+    assert quiet_check(exercise_1, _solution(exercise_1)["my_max_turns"])[0]
+    assert quiet_check(exercise_2, _solution(exercise_2)["safe_cut"])[0]
     stub = {}
     exec(exercise_2.stub, stub)  # noqa: S102
-    assert not _said(exercise_2, stub["safe_cut"])[0]
+    assert not quiet_check(exercise_2, stub["safe_cut"])[0]
 
 
 def test_a_window_that_works_but_is_not_the_smallest_fails():
-    passed, said = _said(exercise_1, 4)
+    passed, said = quiet_check(exercise_1, 4)
     assert not passed and "so does 3" in said
-    assert not _said(exercise_1, 2)[0] and not _said(exercise_1, None)[0]
-    assert _said(exercise_1, 3)[0]
+    assert not quiet_check(exercise_1, 2)[0] and not quiet_check(exercise_1, None)[0]
+    assert quiet_check(exercise_1, 3)[0]
 
 
 def test_the_window_check_counts_turns_as_the_session_does():
@@ -54,10 +45,10 @@ def test_a_cut_that_skips_a_turn_and_keeps_an_older_one_fails():
                 kept = turn + kept
         return system + kept
 
-    passed, said = _said(exercise_2, with_a_gap)
+    passed, said = quiet_check(exercise_2, with_a_gap)
     assert not passed and "gap" in said
 
 
 def test_a_cut_that_keeps_too_little_fails():
-    passed, said = _said(exercise_2, lambda messages, n: messages[:1])
+    passed, said = quiet_check(exercise_2, lambda messages, n: messages[:1])
     assert not passed and "whole turns that fit" in said

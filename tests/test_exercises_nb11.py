@@ -1,25 +1,10 @@
 """Notebook 11's exercise checks: a branch is cut by turn id (not by position), a retry stores each question
 once and gives up after its tries, and neither check depends on the day it runs."""
-import contextlib
-import io
-
 import pytest
+from exercise_support import defined, quiet_check
 
 from helpers.client import EndpointError
 from helpers.exercises.nb11 import exercise_1, exercise_2, offline_client
-
-
-def _said(exercise, *answers):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        passed = exercise.check(*answers)
-    return passed, out.getvalue()
-
-
-def _defined(exercise, code):
-    namespace = dict(exercise.context())
-    exec(code, namespace)  # noqa: S102 - the package's own stub and solution
-    return namespace[exercise.answers[0]]
 
 
 @pytest.mark.parametrize("now", ["2026-11-30T10:00:00-08:00", "2026-12-02T10:00:00-08:00",
@@ -27,8 +12,8 @@ def _defined(exercise, code):
 def test_checks_give_the_same_verdicts_on_any_day(monkeypatch, now):
     monkeypatch.setenv("WORKSHOP_NOW", now)
     for exercise in (exercise_1, exercise_2):
-        assert _said(exercise, _defined(exercise, exercise.solution_code))[0]
-        assert not _said(exercise, _defined(exercise, exercise.stub))[0]
+        assert quiet_check(exercise, *defined(exercise, exercise.solution_code))[0]
+        assert not quiet_check(exercise, *defined(exercise, exercise.stub))[0]
 
 
 def test_a_branch_cut_by_position_fails_after_an_undo():
@@ -36,7 +21,7 @@ def test_a_branch_cut_by_position_fails_after_an_undo():
         position = [t.question for t in session.turns].index(question)
         return session.fork(position, new_session_id)
 
-    passed, said = _said(exercise_1, by_position)
+    passed, said = quiet_check(exercise_1, by_position)
     assert not passed and "never reused" in said
 
 
@@ -46,7 +31,7 @@ def test_a_fork_helper_that_changes_the_original_fails():
         session.undo()
         return session.fork(asked.turn_id, new_session_id)
 
-    passed, said = _said(exercise_1, undo_then_fork)
+    passed, said = quiet_check(exercise_1, undo_then_fork)
     assert not passed and "original session changed" in said
 
 
@@ -59,7 +44,7 @@ def test_a_retry_that_swallows_the_last_failure_fails():
                 pass
         return None
 
-    passed, said = _said(exercise_2, swallow)
+    passed, said = quiet_check(exercise_2, swallow)
     assert not passed and "must raise" in said
 
 
@@ -72,7 +57,7 @@ def test_a_retry_that_makes_one_attempt_too_many_fails():
                 if attempt == tries:
                     raise
 
-    passed, said = _said(exercise_2, one_more)
+    passed, said = quiet_check(exercise_2, one_more)
     assert not passed and "exactly `tries` attempts" in said
 
 
