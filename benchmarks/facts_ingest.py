@@ -19,8 +19,8 @@ candidate is queued, not yet durable) until the decision is committed and readab
 stream and for a burst. ``submit(..., wait=True)`` returns only at the end of that gap.
 
 Run: ``python benchmarks/facts_ingest.py [--batch 500] [--seed 7] [--repeat 7]``. Numbers depend on the
-machine and on whatever else it runs: each path's best round is reported, and the spread of the per-round
-ratios (a round runs every path once, back to back).
+machine and on whatever else it runs: each path's best round is reported, the writer's median round beside
+its best, and the spread of the per-round ratios (a round runs every path once, back to back).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import gc
 import os
 import random
 import sqlite3
+import statistics
 import sys
 import tempfile
 import threading
@@ -39,11 +40,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.facts import store as facts_store  # noqa: E402
-from helpers.facts.extract import BackgroundWriter  # noqa: E402
+from helpers.facts.background import BackgroundWriter  # noqa: E402
 from helpers.facts.writer import DEFAULT_ATTRIBUTES, Candidate, FactMemory  # noqa: E402
 from helpers.facts.store import SQLiteFactStore  # noqa: E402
 
 FIRST, REPLAYS, PARAPHRASES, CORRECTIONS = 11_800, 6_000, 2_000, 200
+TARGET = 25_000  # statements/s the writer should reach: the day of 20,000 in under a second
 WINDOWS = {"morning": ["morning", "in the morning"], "afternoon": ["afternoon", "afternoons"],
            "evening": ["evening", "in the evenings"]}
 WINDOW_PARAPHRASE = {"morning": "Mornings", "afternoon": "in the afternoon", "evening": "Evening deliveries"}
@@ -289,7 +291,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500, help="statements per transaction (default 500)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=7,
-                        help="timed rounds; the best of each path is reported")
+                        help="timed rounds; the best of each path is reported, and the writer's median")
     args = parser.parse_args()
     day = make_day(args.seed)
     expected = expected_state(day)
@@ -330,9 +332,10 @@ def main() -> None:
         burst = freshness(Path(tmp) / "burst.db", day, count=5_000, pace=0.0)
     n = len(day)
     best = {name: (min(w for w, _ in runs), min(c for _, c in runs)) for name, runs in times.items()}
+    typical = tuple(statistics.median(column) for column in zip(*times["writer"]))  # the writer's (wall, cpu)
     print(f"Day: {n:,} statements = {FIRST:,} first + {REPLAYS:,} replays + {PARAPHRASES:,} paraphrases + "
           f"{CORRECTIONS} corrections; {args.batch} per transaction; "
-          f"best of {args.repeat} interleaved rounds")
+          f"best of {args.repeat} interleaved rounds (and the writer's median round)")
     print("Decisions: " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcomes.items())))
     print(f"Final state: exact ({len(expected):,} active facts, {CORRECTIONS} superseded, no duplicates, "
           f"{n:,} audit rows); the one-row upsert ends with {raw_wrong:,} keys wrong")
@@ -347,9 +350,13 @@ def main() -> None:
         median = rounds[len(rounds) // 2]
         spread = "" if name == "writer" else f"{rounds[0]:.0%}-{rounds[-1]:.0%} ({median:.0%})"
         print(f"{label:<28}{n / wall:>13,.0f}{wall:>9.3f}{cpu:>8.3f}{share:>14}{spread:>22}")
+        if name == "writer":
+            print(f"{'  its median round':<28}{n / typical[0]:>13,.0f}{typical[0]:>9.3f}{typical[1]:>8.3f}")
     print("(writer share = the path's best wall time / the writer's: the writer's throughput as a share "
           "of it;")
-    print(" the writer's target: >= 25,000 statements/s, the whole day in under a second)")
+    met = ["met" if n / wall >= TARGET else "missed" for wall in (best["writer"][0], typical[0])]
+    print(f" the writer's target: >= {TARGET:,} statements/s, the whole day in under a second;")
+    print(f" {met[0]} by its best round, {met[1]} by its median round)")
     print(f"\n{'freshness (queued -> readable)':<32}{'p50 ms':>8}{'p95 ms':>8}{'max ms':>8}")
     for name, lags in (("paced, 2,000 at ~1/ms", paced), ("burst, 5,000 at once", burst)):
         print(f"{name:<32}{_ms(lags, 0.5):>8}{_ms(lags, 0.95):>8}{_ms(lags, 1.0):>8}")

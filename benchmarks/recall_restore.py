@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.config import load_settings  # noqa: E402
 from helpers.memory.assembler import MemoryAssembler  # noqa: E402
-from helpers.memory.recall import RecallIndex  # noqa: E402
+from helpers.memory.recall_index import RecallIndex  # noqa: E402
 from helpers.session import ChatSession  # noqa: E402
 from helpers.sessions.store import SQLiteSessionStore  # noqa: E402
 from helpers.standin.server import make_offline_client  # noqa: E402

@@ -21,7 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from helpers.embeddings import LOCAL_MODEL_NAME, local_embed  # noqa: E402
-from helpers.knowledge import KnowledgeBase, evaluate, load_eval_questions, load_knowledge_base  # noqa: E402
+from helpers.knowledge import KnowledgeBase  # noqa: E402
+from helpers.knowledge_eval import evaluate, load_eval_questions  # noqa: E402
+from helpers.knowledge_files import load_knowledge_base  # noqa: E402
 
 NIM_EMBEDDING_MODEL = "nvidia/nv-embedqa-e5-v5"
 

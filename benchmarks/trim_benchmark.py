@@ -5,14 +5,15 @@ parallel calls) and measures, in the same run, repeated over several runs:
 
   langchain_core.messages.trim_messages(list, max_tokens=B, strategy="last",
       start_on="human", include_system=True)                 on the 10,000-turn and the 100-turn list
-  helpers.history.trim_to_budget(list, B)      the readable pure function (notebook 07), same two lists
-  helpers.fast_trim.trim_to_budget(list, B)    its faster twin, same two lists
-  the readable one again, then reading .kept and .dropped     (numbering turns is O(history))
-  what ChatSession(max_tokens=B) runs per turn, through its own methods: history.trim_to_budget on
-      the window it kept (reading .kept and .dropped), the copy handed to the agent loop, keeping the
-      new turn (new lists, each kept message's cost looked up); then the same plus its save point
-      (references to those lists, no copy). The model call and the ledger's record are left out.
-  the same window loop with fast_trim.trim_to_budget instead, to show what the fast twin would save
+  helpers.history.trim_to_budget(list, B)      the pure function notebook 07 builds, same two lists
+  the same again, then reading .kept and .dropped             (numbering turns is O(history))
+  what ChatSession(max_tokens=B) runs per turn, through its own methods: window.turns_to_drop on the
+      window it kept (its turns are already whole, checked and costed, so it reads only what it
+      drops), the copy handed to the agent loop, keeping the new turn (the new turn checked and
+      costed, new lists); then the same plus its save point (references to those lists, no copy).
+      The model call and the ledger's record are left out.
+  a window loop that instead re-trims its whole window with history.trim_to_budget every turn,
+      to show what turns_to_drop saves
 
 Every row uses the same budget and the same counts (approx_tokens, precomputed and
 looked up, no per-request overhead). Times are CPU time (time.process_time), steadier
@@ -36,10 +37,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers import fast_trim  # noqa: E402
-from helpers.history import approx_tokens, find_problems, trim_to_budget  # noqa: E402
+from helpers.history import trim_to_budget  # noqa: E402
 from helpers.ledger import UsageLedger  # noqa: E402
 from helpers.session import ChatSession  # noqa: E402
+from helpers.tokens import approx_tokens  # noqa: E402
+from helpers.validity import find_problems  # noqa: E402
 
 TOOLS = ["room_lookup", "course_search", "library_hours", "shuttle_times", "dining_menu"]
 WORDS = ("Larkspur quad library shuttle Hale room seminar Birch lab open closed noon evening free booked "
@@ -94,7 +96,7 @@ def session_per_turn(turns: list[list[dict]], budget: int, count, save_point: bo
         if save_point:
             session._save_point()
         session._trim(reserve=count(turn[0]))
-        working = list(session._messages)  # what the agent loop gets
+        working = list(session._window.messages)  # what the agent loop gets
         session._keep_turn(turn, len(turn) + 1)
     elapsed = time.process_time() - start
     kept = session.turn_ids
@@ -160,10 +162,8 @@ def main() -> None:
         return run
 
     kept = {}
-    for messages, lc_messages in ((long, lc_long), (short, lc_short)):  # same answers; warm every path up
+    for messages, lc_messages in ((long, lc_long), (short, lc_short)):  # warm every path up, check the answers
         readable = trim_to_budget(messages, args.budget, count=lookup, overhead=0)
-        fast = fast_trim.trim_to_budget(messages, args.budget, count=lookup, overhead=0)
-        assert (fast.messages, fast.tokens, fast.kept) == (readable.messages, readable.tokens, readable.kept)
         assert not find_problems(readable.messages) and not find_problems(convert_to_openai_messages(
             lc_trim(lc_messages)))
         kept[len(messages)] = len(readable.kept)
@@ -175,26 +175,21 @@ def main() -> None:
 
     rows = {}
     long_label, short_label = f"{args.turns:,} turns", f"{args.small:,} turns"
+    lc_long_row, readable_long, readable_short = (f"langchain trim_messages, {long_label}",
+                                                  f"history.trim_to_budget, {long_label}",
+                                                  f"history.trim_to_budget, {short_label}")
+    session_row, save_row, window_row = ("ChatSession per turn: trim + keep the turn",
+                                         "ChatSession per turn, with its save point",
+                                         "window re-trimmed by trim_to_budget per turn")
     paths = [
-        (f"langchain trim_messages, {long_label}", lambda: per_call(lambda: lc_trim(lc_long), 1)),
+        (lc_long_row, lambda: per_call(lambda: lc_trim(lc_long), 1)),
         (f"langchain trim_messages, {short_label}", lambda: per_call(lambda: lc_trim(lc_short), 20)),
-        (f"history.trim_to_budget (readable), {long_label}",
-         lambda: per_call(ours(trim_to_budget, long), 50)),
-        (f"history.trim_to_budget (readable), {short_label}",
-         lambda: per_call(ours(trim_to_budget, short), 50)),
-        (f"fast_trim.trim_to_budget, {long_label}",
-         lambda: per_call(ours(fast_trim.trim_to_budget, long), 50)),
-        (f"fast_trim.trim_to_budget, {short_label}",
-         lambda: per_call(ours(fast_trim.trim_to_budget, short), 50)),
-        (f"readable + read .kept and .dropped, {long_label}", lambda: per_call(read_ids(long), 1)),
-        ("ChatSession per turn: trim (readable) + keep turn", lambda: session_per_turn(
-            turns[:SESSION_TURNS], args.budget, lookup, save_point=False)),
-        ("ChatSession per turn, with its save point", lambda: session_per_turn(
-            turns[:SESSION_TURNS], args.budget, lookup, save_point=True)),
-        ("window loop with fast_trim + .kept/.dropped", lambda: window_per_turn(
-            fast_trim.trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
-        ("window loop with readable + .kept/.dropped", lambda: window_per_turn(
-            trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
+        (readable_long, lambda: per_call(ours(trim_to_budget, long), 50)),
+        (readable_short, lambda: per_call(ours(trim_to_budget, short), 50)),
+        (f"trim_to_budget + read .kept and .dropped, {long_label}", lambda: per_call(read_ids(long), 1)),
+        (session_row, lambda: session_per_turn(turns[:SESSION_TURNS], args.budget, lookup, save_point=False)),
+        (save_row, lambda: session_per_turn(turns[:SESSION_TURNS], args.budget, lookup, save_point=True)),
+        (window_row, lambda: window_per_turn(trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
     ]
     for run in range(args.runs):
         for name, measure in paths:
@@ -211,17 +206,13 @@ def main() -> None:
 
     print("\ntargets (ratios within each run; median (min-max) over runs):")
     checks = [
-        (f"fast_trim at {long_label} vs langchain, >= 200x",
-         ratio(paths[0][0], paths[4][0]), lambda r: r >= 200),
-        (f"readable at {long_label} vs langchain, >= 200x",
-         ratio(paths[0][0], paths[2][0]), lambda r: r >= 200),
-        (f"fast_trim {long_label} / {short_label}, <= 2x", ratio(paths[4][0], paths[5][0]), lambda r: r <= 2),
-        (f"readable {long_label} / {short_label}, <= 2x", ratio(paths[2][0], paths[3][0]), lambda r: r <= 2),
-        ("ChatSession per turn vs langchain, >= 1,000x",
-         ratio(paths[0][0], paths[7][0]), lambda r: r >= 1000),
-        ("  the same with its save point, >= 1,000x", ratio(paths[0][0], paths[8][0]), lambda r: r >= 1000),
-        ("  window loop with fast_trim / with readable (>= 2x would justify it)",
-         ratio(paths[10][0], paths[9][0]), lambda r: r >= 2),
+        (f"trim_to_budget at {long_label} vs langchain, >= 200x", ratio(lc_long_row, readable_long),
+         lambda r: r >= 200),
+        (f"trim_to_budget {long_label} / {short_label}, <= 2x", ratio(readable_long, readable_short),
+         lambda r: r <= 2),
+        ("ChatSession per turn vs langchain, >= 1,000x", ratio(lc_long_row, session_row), lambda r: r >= 1000),
+        ("  the same with its save point, >= 1,000x", ratio(lc_long_row, save_row), lambda r: r >= 1000),
+        ("  re-trimming the window / turns_to_drop", ratio(window_row, session_row), lambda r: r >= 2),
     ]
     for name, values, ok in checks:
         verdict = "met in every run" if all(map(ok, values)) else (

@@ -21,7 +21,9 @@ import openai
 
 from helpers.client import EndpointError, make_client
 from helpers.history import HistoryError
-from helpers.config import BACKENDS, ConfigError, apply_dotenv, load_settings
+from helpers.config import BACKENDS, load_settings
+from helpers.dotenv_file import apply_dotenv
+from helpers.errors import ConfigError
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
                                   redact_dsn)

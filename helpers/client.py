@@ -14,8 +14,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from helpers.compat import prepare_request, profile_for
-from helpers.config import (KEY_NAME, PLACEHOLDER_KEY, Settings, check_key_destination, load_settings,
-                            safe_url)
+from helpers.api_key import KEY_NAME, check_key_destination, safe_url
+from helpers.config import PLACEHOLDER_KEY, Settings, load_settings
 from helpers.errors import WorkshopError
 from helpers.standin.server import make_offline_client
 

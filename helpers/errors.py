@@ -10,9 +10,9 @@ built-in that says what kind of problem it is:
 The tree (module where each is defined, and what it means)::
 
     WorkshopError
-    ├── ConfigError            (ValueError)    config: a setting is missing, malformed or out of range
+    ├── ConfigError            (ValueError)    errors: a setting is missing, malformed or out of range
     ├── ClockError             (ValueError)    clock: WORKSHOP_NOW or a time zone cannot be read
-    ├── CompatError            (ValueError)    compat: a message cannot be sent as given
+    ├── CompatError            (ValueError)    message_format: a message or request cannot be sent
     ├── HistoryError           (ValueError)    history: a message list a strict server would reject
     ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
     ├── ToolInputError         (ValueError)    tools: a tool's argument is invalid
@@ -50,6 +50,10 @@ class WorkshopError(Exception):
 
 class WorkshopWarning(UserWarning):
     """Base of every warning this package issues."""
+
+
+class ConfigError(WorkshopError, ValueError):
+    """A setting is missing or contradictory; the message says which and how to fix it."""
 
 
 class EmptyMessageError(WorkshopError, ValueError):

@@ -1,16 +1,14 @@
-"""The campus knowledge base: load entries, embed them once, and search them by meaning.
-
-``load_knowledge_base()`` reads ``data/campus_kb.jsonl``; ``KnowledgeBase`` embeds
-every entry (title + text, as "passage") through the same client the notebooks
-chat with, caches the vectors on disk, and answers ``search`` / ``retrieve_context``
-with cosine similarity and a score threshold, so a question the campus data
-cannot answer gets no hits instead of noise. ``evaluate`` measures recall@k and
-MRR on ``data/retrieval_eval.jsonl``.
+"""The campus knowledge base: embed its entries once, and search them by meaning.
 
 The module opens with the two ideas notebook 02 builds in its cells: ``cosine_top_k`` (score every
 passage with one dot product, keep the best ``k`` that reach a threshold) and ``answer_with_context``
-(the answering prompt). ``KnowledgeBase`` adds loading and checking the entries, a cache on disk, and
-batched questions around them.
+(the answering prompt). ``KnowledgeBase`` adds the rest a retriever needs around them: it embeds every
+entry (title + text, as "passage") through the same client the notebooks chat with, caches the vectors on
+disk, and answers ``search`` / ``retrieve_context`` for many questions at once, with a score threshold so
+that a question the campus data cannot answer gets no hits instead of noise.
+
+Reading and checking the entries is ``helpers.knowledge_files``; measuring recall@k and MRR on labelled
+questions is ``helpers.knowledge_eval``.
 """
 from __future__ import annotations
 
@@ -28,12 +26,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from helpers.client import chat
-from helpers.clock import WEEKDAYS
-from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, data_file, embed_texts, local_embed
-from helpers.errors import WorkshopError, WorkshopWarning
+from helpers.embeddings import LOCAL_MODEL_NAME, embed_texts, local_embed
+from helpers.errors import WorkshopWarning
+from helpers.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
 
-KB_FILE = "campus_kb.jsonl"
-EVAL_FILE = "retrieval_eval.jsonl"
 CACHE_ENV = "WORKSHOP_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path("~/.cache/agent-memory-workshop")
 CACHE_FORMAT = 1
@@ -44,35 +40,10 @@ CACHE_FORMAT = 1
 # NIM nv-embedqa-e5-v5: provisional, not yet measured here; rerun the benchmark with a key.
 DEFAULT_THRESHOLDS = {LOCAL_MODEL_NAME: 0.30, "nvidia/nv-embedqa-e5-v5": 0.30}
 FALLBACK_THRESHOLD = 0.30
-_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_TIME_RE = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class KnowledgeBaseError(WorkshopError, ValueError):
-    """The knowledge base, its cache or a question could not be used; the message says why and what to do."""
 
 
 class CacheWarning(WorkshopWarning):
     """A cached embedding file was unusable and the passages are being embedded again."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One fact sheet about the campus."""
-
-    id: str
-    title: str
-    text: str
-    tags: tuple[str, ...] = ()
-    weekday: str | None = None
-    time: str | None = None
-    location: str | None = None
-    date: str | None = None
-
-    def passage(self) -> str:
-        """The text that gets embedded: title and body."""
-        return f"{self.title}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -119,101 +90,6 @@ def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = Non
     messages = [{"role": "system", "content": CONTEXT_PROMPT + format_context(hits)},
                 {"role": "user", "content": question}]
     return chat(messages, client=client, settings=settings).choices[0].message.content or ""
-
-
-# ------------------------------------------------------------------ loading
-
-def default_kb_path() -> Path:
-    """Where the campus knowledge base ships (package data when installed, else the repo's data/)."""
-    return data_file(KB_FILE)
-
-
-def _read_jsonl(path: str | Path | None, default_name: str) -> tuple[Path, list[tuple[int, dict]]]:
-    if path is None:
-        try:
-            path = data_file(default_name)
-        except FileNotFoundError as exc:
-            raise KnowledgeBaseError(str(exc)) from None
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise KnowledgeBaseError(f"{path} does not exist; pass the path of a .jsonl file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnowledgeBaseError(f"cannot read {path}: {exc}") from None
-    rows = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise KnowledgeBaseError(f"{path}, line {lineno}: not valid JSON ({exc.msg}); "
-                                     "each line must be one JSON object") from None
-        if not isinstance(row, dict):
-            raise KnowledgeBaseError(f"{path}, line {lineno}: expected a JSON object, "
-                                     f"got {type(row).__name__}")
-        rows.append((lineno, row))
-    if not rows:
-        raise KnowledgeBaseError(f"{path} has no entries; add one JSON object per line")
-    return path, rows
-
-
-def _entry_from(row: dict, where: str) -> Entry:
-    def text_field(name: str, required: bool) -> str | None:
-        value = row.get(name)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise KnowledgeBaseError(f"{where}: field {name!r} must be a non-empty string")
-        return value.strip()
-
-    entry_id = text_field("id", True)
-    if not _ID_RE.match(entry_id):
-        raise KnowledgeBaseError(f"{where}: id {entry_id!r} must be a lowercase slug like 'club-ai'")
-    tags = row.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise KnowledgeBaseError(f"{where}: 'tags' must be a list of strings")
-    weekday, when, date = text_field("weekday", False), text_field("time", False), text_field("date", False)
-    if weekday is not None and weekday not in WEEKDAYS:
-        raise KnowledgeBaseError(f"{where}: weekday {weekday!r} must be a full English name like 'Thursday'")
-    if when is not None and not _TIME_RE.match(when):
-        raise KnowledgeBaseError(f"{where}: time {when!r} must be 24-hour HH:MM like '18:00'")
-    if date is not None and not _DATE_RE.match(date):
-        raise KnowledgeBaseError(f"{where}: date {date!r} must be YYYY-MM-DD")
-    return Entry(id=entry_id, title=text_field("title", True), text=text_field("text", True),
-                 tags=tuple(tags), weekday=weekday, time=when, location=text_field("location", False),
-                 date=date)
-
-
-def load_knowledge_base(path: str | Path | None = None) -> list[Entry]:
-    """Read and check a knowledge-base .jsonl file (default: the shipped campus data)."""
-    path, rows = _read_jsonl(path, KB_FILE)
-    entries: list[Entry] = []
-    seen: dict[str, int] = {}
-    for lineno, row in rows:
-        entry = _entry_from(row, f"{path}, line {lineno}")
-        if entry.id in seen:
-            raise KnowledgeBaseError(f"{path}, line {lineno}: duplicate id {entry.id!r} "
-                                     f"(first used on line {seen[entry.id]}); ids must be unique")
-        seen[entry.id] = lineno
-        entries.append(entry)
-    return entries
-
-
-def load_eval_questions(path: str | Path | None = None) -> list[dict]:
-    """Read the retrieval test questions: rows of {"question": str, "relevant": [ids]}."""
-    path, rows = _read_jsonl(path, EVAL_FILE)
-    out = []
-    for lineno, row in rows:
-        question, relevant = row.get("question"), row.get("relevant")
-        if not isinstance(question, str) or not question.strip():
-            raise KnowledgeBaseError(f"{path}, line {lineno}: 'question' must be a non-empty string")
-        if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
-            raise KnowledgeBaseError(f"{path}, line {lineno}: "
-                                     "'relevant' must be a list of ids ([] if unanswerable)")
-        out.append({"question": question, "relevant": relevant})
-    return out
 
 
 # ------------------------------------------------------------------ cache
@@ -376,60 +252,3 @@ class KnowledgeBase:
     def retrieve_context(self, question: str, k: int = 3) -> list[Hit]:
         """Hits to put in a prompt for ``question`` (empty when the knowledge base has nothing relevant)."""
         return self.search(question, k=k)
-
-
-# ------------------------------------------------------------------ metrics
-
-def evaluate(kb: KnowledgeBase, eval_rows: Sequence[dict], k: int = 3,
-             threshold: float | None = None) -> dict:
-    """Retrieval quality on labelled questions, with the threshold applied as in real use.
-
-    For questions with relevant ids: ``recall_at_k`` = share of a question's relevant
-    ids among its returned hits, averaged; ``hit_rate_at_k`` = share of questions with
-    at least one relevant hit; ``mrr`` = mean of 1/rank of the first relevant hit (0 if
-    none). Questions with ``relevant == []`` are scored apart: ``unanswerable_correct``
-    counts those that correctly returned nothing.
-    """
-    rows = list(eval_rows)
-    if not rows:
-        raise KnowledgeBaseError("no evaluation questions given")
-    for row in rows:
-        unknown = [r for r in row["relevant"] if r not in kb._by_id]
-        if unknown:
-            raise KnowledgeBaseError(f"question {row['question']!r} names unknown ids {unknown}")
-    results = kb.search_many([row["question"] for row in rows], k=k, threshold=threshold)
-    recalls, ranks, misses = [], [], []
-    answerable_empty = unanswerable_correct = 0
-    for row, hits in zip(rows, results, strict=True):
-        got = [hit.id for hit in hits]
-        relevant = set(row["relevant"])
-        if not relevant:
-            unanswerable_correct += not got
-            if got:
-                misses.append({"question": row["question"], "relevant": [], "got": got})
-            continue
-        answerable_empty += not got
-        recalls.append(len(relevant.intersection(got)) / len(relevant))
-        ranks.append(next((1.0 / (i + 1) for i, g in enumerate(got) if g in relevant), 0.0))
-        if not relevant.intersection(got):
-            misses.append({"question": row["question"], "relevant": sorted(relevant), "got": got})
-    answerable, unanswerable = len(recalls), len(rows) - len(recalls)
-    return {
-        "model": kb.model, "k": k, "threshold": kb.threshold if threshold is None else threshold,
-        "answerable": answerable,
-        "recall_at_k": float(np.mean(recalls)) if recalls else float("nan"),
-        "hit_rate_at_k": float(np.mean([r > 0 for r in ranks])) if ranks else float("nan"),
-        "mrr": float(np.mean(ranks)) if ranks else float("nan"),
-        "answerable_empty": answerable_empty,
-        "unanswerable": unanswerable,
-        "unanswerable_correct": unanswerable_correct,
-        "misses": misses,
-    }
-
-
-__all__ = [
-    "CacheWarning", "EmbeddingError", "Entry", "Hit", "KnowledgeBase", "KnowledgeBaseError", "NO_CONTEXT",
-    "CONTEXT_PROMPT", "answer_with_context", "cache_dir", "cosine_top_k", "default_kb_path", "evaluate",
-    "format_context", "load_eval_questions", "load_knowledge_base", "threshold_for",
-]
-

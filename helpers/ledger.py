@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from helpers.history import HistoryError, TokenCounter, approx_tokens
-from helpers.tokens import REPLY_PRIMING
+from helpers.history import HistoryError, TokenCounter
+from helpers.tokens import REPLY_PRIMING, approx_tokens
 
 
 @dataclass
@@ -191,10 +191,28 @@ class UsageLedger:
         self._spans = spans
         self._by_id = {id(obj): (obj, share) for span in spans for obj, share in span.members}
         self._by_key = {k: share for span in spans for k, (_, share) in zip(span.keys, span.members)}
+        self._share_with_copies(messages, keys)
         entry = UsageRecord(len(self.records) + 1, len(keys), prompt_tokens, sum(estimates) + self.overhead,
                             predicted, predicted_exact, len(rest), new_tokens, new_estimated)
         self.records.append(entry)
         return entry
+
+    def _share_with_copies(self, messages: Sequence[dict], keys: list[str]) -> None:
+        """Give each sent message that no span holds the share of an equal message a span holds instead.
+
+        A span is recognised by its messages' contents, so it may hold an equal copy rather than the
+        object sent (two "?" questions in one request). Each such copy's share goes to one sent twin,
+        so counting the messages of this request adds up to what the server reported.
+        """
+        sent = {id(m) for m in messages}
+        spare: dict[str, list[int]] = {}  # key -> shares of members whose own object was not sent
+        for span in self._spans:
+            for key, (obj, share) in zip(span.keys, span.members):
+                if id(obj) not in sent:
+                    spare.setdefault(key, []).append(share)
+        for key, message in zip(keys, messages):
+            if id(message) not in self._by_id and spare.get(key):
+                self._by_id[id(message)] = (message, spare[key].pop(0))
 
     def _span(self, messages: list, keys: list[str], estimates: list[int], tokens: int,
               has_overhead: bool) -> _Span:

@@ -1,41 +1,33 @@
-"""A multi-turn session: one persistent message list, trimmed by whole turns.
+"""A multi-turn session: one persistent message list, trimmed by whole turns (notebook 07).
 
 ``SimpleSession`` is the whole idea in about twenty lines, as notebook 07 builds it: a
-message list on ``self``; ``chat`` runs the agent loop (``helpers.agent``) with everything
-still in the list and keeps the turn it added; ``reset`` forgets; ``max_turns`` keeps the
-newest whole turns, cut at user messages, so a tool result never loses its tool call.
+message list on ``self``; ``chat`` runs the agent loop with everything still in the list and
+keeps the turn it added; ``reset`` forgets; ``max_turns`` keeps the newest whole turns.
 
-``ChatSession`` is the same idea hardened for notebooks 08-11, the chat window and the
-terminal chat. It trims with the functions notebook 07 builds (``trim_to_turns`` and
-``trim_to_budget`` from ``helpers.history``), on the turns it kept, before each question. It adds:
-
-- a failed or abandoned turn leaves the list exactly as it was (rollback);
-- ``stream`` yields the answer as it arrives;
-- ``max_tokens``: a token budget. A ``UsageLedger`` learns what messages cost from the
-  server's ``usage.prompt_tokens``, so the budget is counted from the server's own figures
-  for everything already sent (to within a few tokens where a trim splits a run of messages
-  the server counted together); messages the server has not seen yet (the new question,
-  and the whole first request with its tool schemas) are estimated;
-- turn ids, the dropped turns, ``undo``, per-request token statistics, and
-  ``snapshot`` / ``from_snapshot`` to save and resume a conversation;
-- ``memory=MemoryAssembler(...)`` (``helpers.memory.assembler``, notebooks 08-09): the
-  session still keeps every raw turn (the window in its list, older ones in ``dropped``),
-  but what it *sends* is assembled per request: system prompt, profile, summary of the
-  turns that left the window, recalled older turns, then the newest whole turns -- all
-  within ``max_tokens``. Without ``memory`` nothing changes.
+``ChatSession`` is the same idea hardened for notebooks 08-11, the chat window and the terminal
+chat. Its window (``helpers.window``) is trimmed before each question by ``turns_to_drop``, which
+keeps what notebook 07's ``trim_to_turns`` / ``trim_to_budget`` keep. It adds: rollback (a failed
+or abandoned turn leaves everything as it was); ``stream``; a ``max_tokens`` budget counted by a
+``UsageLedger`` from the server's own ``usage.prompt_tokens`` (estimated only for what the server
+has not seen yet); turn ids, the dropped turns, ``undo`` and per-request statistics; snapshots
+(``helpers.sessions.snapshot``, notebook 11); and ``memory=MemoryAssembler(...)`` (notebooks
+08-09), which keeps every raw turn but sends a request assembled from the system prompt, profile,
+summary, recalled turns and the newest turns, all within ``max_tokens``.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
 
-from helpers.agent import MAX_STEPS, AgentResult, agent_turn, check_max_steps, run_agent
-from helpers.config import ConfigError
-from helpers.errors import EmptyMessageError
-from helpers.history import (DroppedTurn, approx_tokens, find_problems, split_turns, trim_to_budget,
-                             trim_to_turns, turn_spans, turns_newest_first)
+from helpers.agent import MAX_STEPS
+from helpers.agent_turn import AgentResult, agent_turn, check_max_steps, run_agent
+from helpers.errors import ConfigError, EmptyMessageError
+from helpers.history import DroppedTurn
 from helpers.ledger import UsageLedger
+from helpers.sessions.snapshot import Snapshots, TurnRecord
+from helpers.tokens import approx_tokens
 from helpers.tools import tool_schemas
+from helpers.window import Window
 
 SESSION_SYSTEM_PROMPT = (
     "You are the Larkspur University campus assistant in an ongoing conversation. Resolve references such as "
@@ -79,16 +71,6 @@ def _whole_number_from_1(value) -> bool:
 
 
 @dataclass
-class TurnRecord:
-    """What happened to one turn: its id, the question, and the answer."""
-
-    turn_id: int
-    question: str
-    answer: str
-    steps: int
-
-
-@dataclass
 class SessionStats:
     """Per-request numbers for plots: reported prompt tokens and what was estimated beforehand."""
 
@@ -98,7 +80,7 @@ class SessionStats:
     turn_of_request: list[int] = field(default_factory=list)
 
 
-class ChatSession:
+class ChatSession(Snapshots):
     """SimpleSession hardened: rollback, streaming, a token budget, undo, snapshots and memory hooks.
 
     ``max_turns`` is how many earlier turns are remembered when a new question arrives
@@ -134,62 +116,42 @@ class ChatSession:
         self.turns: list[TurnRecord] = []
         self.stats = SessionStats()
         self._next_id = 0  # the id the next turn gets; ids are never reused
-        self._set_history([], [])
+        self._window = self._new_window([], [])
 
     # ------------------------------------------------------------ state
-    # Two plain lists: the system prompt plus the kept turns, and one session id per kept turn; and
-    # each kept message's token cost. All three are replaced, never changed in place, so a save
-    # point is just their references.
-    def _set_history(self, messages: list[dict], turn_ids: list[int]) -> None:
-        """Start from ``messages`` (the turns after the system prompt), one id per turn in ``turn_ids``."""
+    # The window (helpers.window) holds the system prompt, the kept turns and each kept message's cost.
+    # A cost is fixed once the server has counted the message: its share of that request's
+    # usage.prompt_tokens. Counting it again later would share the request overhead (tool schemas)
+    # out differently. A window is a value, replaced on every change, so a save point is a reference.
+    def _new_window(self, messages: list[dict], turn_ids: list[int]) -> Window:
+        """The system prompt and ``messages`` (whole turns, one id each in ``turn_ids``), costed by the ledger."""
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        self._messages: list[dict] = system + list(messages)
-        self._turn_ids: list[int] = list(turn_ids)
-        self._costs: dict[int, tuple[dict, int]] = {}  # id(message) -> (message, tokens)
-        self._learn_costs(None)
-
-    def _cost(self, message: dict) -> int:
-        """A kept message's tokens as fixed by ``_learn_costs``; the ledger's figure for any other."""
-        known = self._costs.get(id(message))
-        return known[1] if known is not None and known[0] is message else self.ledger.count(message)
-
-    def _learn_costs(self, newest: int | None) -> None:
-        """Ask the ledger for the cost of the ``newest`` last messages (None: all); the others keep theirs.
-
-        A message's cost is fixed once the server has counted it: its share of that request's
-        ``usage.prompt_tokens``. Counting it again later would share the request overhead (tool
-        schemas) out differently, and part of it would leave with every dropped turn.
-        """
-        cut = 0 if newest is None else len(self._messages) - newest
-        self._costs = {id(m): (m, self._cost(m) if i < cut else self.ledger.count(m))
-                       for i, m in enumerate(self._messages)}
+        return Window.start(system, messages, turn_ids, self.ledger.count)
 
     @property
     def messages(self) -> list[dict]:
         """The message list the next request will build on (a copy)."""
-        return list(self._messages)
+        return list(self._window.messages)
 
     @property
     def turn_ids(self) -> list[int]:
         """Ids of the turns still in memory, oldest first."""
-        return list(self._turn_ids)
+        return list(self._window.turn_ids)
 
     def reset(self) -> None:
         """Forget the whole conversation (the system prompt stays)."""
         self.dropped.clear()
         self.turns.clear()
-        self._set_history([], [])
+        self._window = self._new_window([], [])
         if self.memory is not None:
             self.memory.reset()
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest whole turn; returns what it was, or None when there is nothing to undo."""
-        if not self._turn_ids:
+        if not self._window.turn_ids:
             return None
-        newest = self._turn_ids[-1]
-        start, _ = next(turns_newest_first(self._messages))
-        self._messages, self._turn_ids = self._messages[:start], self._turn_ids[:-1]
-        self._learn_costs(0)  # forget the undone messages' costs
+        newest = self._window.turn_ids[-1]
+        self._window = self._window.without_newest()
         removed = next((t for t in reversed(self.turns) if t.turn_id == newest), None)
         if removed is not None:
             self.turns.remove(removed)
@@ -197,76 +159,20 @@ class ChatSession:
             self.memory.discard(newest)
         return removed
 
-    # ------------------------------------------------------------ saving and restoring
-    def snapshot(self) -> dict:
-        """Everything needed to resume this conversation later, as plain JSON-ready data."""
-        return {
-            "version": 1,
-            "system_prompt": self.system_prompt,
-            "max_turns": self.max_turns,
-            "max_tokens": self.max_tokens,
-            "messages": copy.deepcopy(self.messages[(1 if self.system_prompt else 0):]),
-            "turn_ids": self.turn_ids,
-            "next_id": self._next_id,
-            "turns": [vars(t).copy() for t in self.turns],
-            "dropped": [{"turn_id": d.turn_id, "messages": copy.deepcopy(d.messages), "tokens": d.tokens}
-                        for d in self.dropped],
-            "memory": self.memory_state(),
-        }
-
-    def memory_state(self) -> dict:
-        """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots."""
-        return self.memory.state() if self.memory is not None else {}
-
-    def restore_memory_state(self, state: dict) -> None:
-        """Counterpart of ``memory_state``."""
-        if self.memory is not None:
-            self.memory.restore(state)
-
-    @classmethod
-    def from_snapshot(cls, state: dict, **kwargs) -> "ChatSession":
-        """A session continuing from ``snapshot()`` data (client, tools and verbosity from ``kwargs``)."""
-        if state.get("version") != 1:
-            raise ValueError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
-        kwargs.setdefault("max_turns", state.get("max_turns"))  # an explicit value overrides the stored one
-        kwargs.setdefault("max_tokens", state.get("max_tokens"))
-        session = cls(state["system_prompt"], **kwargs)
-        session._set_history(copy.deepcopy(list(state["messages"])), list(state["turn_ids"]))
-        if len(list(turn_spans(session._messages))) != len(state["turn_ids"]):
-            raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages")
-        problems = find_problems(session._messages) if state["messages"] else []
-        if problems:
-            raise ValueError("session snapshot holds a message list a server would reject: "
-                             + "; ".join(problems))
-        session._next_id = int(state["next_id"])
-        session.turns = [TurnRecord(**t) for t in state.get("turns", [])]
-        session.dropped = [DroppedTurn(d["turn_id"], d["messages"], d["tokens"])
-                           for d in state.get("dropped", [])]
-        session.restore_memory_state(state.get("memory") or {})
-        return session
-
     # ------------------------------------------------------------ a turn
     def _say(self, text: str) -> None:
         if self.verbose:
             print(text)
 
     def _trim(self, reserve: int = 0) -> list[DroppedTurn]:
-        """Drop the oldest whole turns (notebook 07's trimmers), keeping ``reserve`` tokens free."""
-        dropped: list[DroppedTurn] = []
-        max_turns = self.max_turns
+        """Drop the oldest whole turns beyond ``max_turns`` and ``max_tokens`` (keeping ``reserve`` tokens free)."""
+        max_turns, budget = self.max_turns, None
         if max_turns is None and self.memory is not None:
             max_turns = self.memory.window_turns
-        costs = {"count": self._cost, "overhead": self.ledger.overhead}
-        if max_turns is not None and self._turn_ids:
-            kept = trim_to_turns(self._messages, max_turns, turn_ids=self._turn_ids, **costs)
-            dropped += kept.dropped  # read now: it is worked out from the list that was trimmed
-            self._messages, self._turn_ids = kept.messages, kept.kept
-        if self.max_tokens is not None and self.memory is None and self._turn_ids:
-            # with memory, the assembler keeps the budget
+        if self.max_tokens is not None and self.memory is None:  # with memory, the assembler keeps the budget
             budget = max(self.max_tokens - reserve, 0)
-            kept = trim_to_budget(self._messages, budget, turn_ids=self._turn_ids, **costs)
-            dropped += kept.dropped
-            self._messages, self._turn_ids = kept.messages, kept.kept
+        self._window, dropped = self._window.trimmed(overhead=self.ledger.overhead, max_turns=max_turns,
+                                                     max_tokens=budget)
         for turn in dropped:
             self._say(f"memory  dropped turn {turn.turn_id} ({len(turn.messages)} messages, "
                       f"{turn.tokens} tokens)")
@@ -306,22 +212,30 @@ class ChatSession:
             self._busy = False
 
     def _save_point(self) -> tuple:
-        """What a failed turn must put back. The lists and the cost table are replaced, never changed in
-        place, so keeping their references is enough; only the memory state (summary, recall) is copied."""
+        """What a failed turn must put back. The window is a value, so keeping its reference is enough;
+        only the memory state (summary, recall) is copied."""
         memory = copy.deepcopy(self.memory_state()) if self.memory is not None else None
-        return self._messages, self._turn_ids, self._costs, len(self.dropped), self._next_id, memory
+        return self._window, self._next_id, len(self.dropped), memory
 
     def _restore_point(self, saved: tuple) -> None:
-        self._messages, self._turn_ids, self._costs, dropped, self._next_id, memory = saved
+        self._window, self._next_id, dropped, memory = saved
         del self.dropped[dropped:]
         if self.memory is not None:
             self.restore_memory_state(memory)
 
     def _keep_turn(self, added: list[dict], learn: int | None) -> int:
-        """Add a finished turn's messages under a new id and learn the newest ``learn`` messages' costs."""
-        turn_id, self._next_id = self._next_id, self._next_id + 1
-        self._messages, self._turn_ids = self._messages + list(added), self._turn_ids + [turn_id]
-        self._learn_costs(learn)
+        """Keep a finished turn under a new id; ask the ledger for the newest ``learn`` messages' costs.
+
+        ``learn`` counts the new turn's messages plus any earlier ones the server has counted since
+        (the previous answer); None asks for every message's cost again.
+        """
+        window = self._window
+        earlier = len(window.messages) if learn is None else learn - len(added)
+        if earlier > 0:
+            window = window.recounted(earlier, self.ledger.count)
+        turn_id = self._next_id
+        self._window = window.with_turn(turn_id, added, self.ledger.count)
+        self._next_id += 1
         return turn_id
 
     def _plain_turn(self, text: str, stream: bool):
@@ -330,7 +244,7 @@ class ChatSession:
         new_cost = approx_tokens({"role": "user", "content": text})
         # Make room for the new question before sending it: exact costs for what was sent before.
         self._trim(reserve=new_cost)
-        working = list(self._messages)  # the loop appends to its own copy
+        working = list(self._window.messages)  # the loop appends to its own copy
         turn_number = self._next_id
 
         def record(sent: int, response) -> None:
@@ -354,8 +268,7 @@ class ChatSession:
         """A turn with an assembled request: forget (summarise), build, run the loop, remember."""
         for event in self.memory.forget(self._trim()):
             self._say(f"memory  {event}")
-        _, window_turns = split_turns(self._messages)
-        assembly = self.memory.build(self.system_prompt, list(zip(self.turn_ids, window_turns)), text,
+        assembly = self.memory.build(self.system_prompt, self._window.turns(), text,
                                      budget=self.max_tokens, tools=tool_schemas(self.tools, self.registry))
         for line in assembly.report.lines():
             self._say(f"context {line.strip()}")
@@ -376,16 +289,3 @@ class ChatSession:
         for event in self.memory.remember(turn_id, result.added):
             self._say(f"memory  {event}")
         return result.answer
-
-    def show(self, width: int = 100) -> None:
-        """Print the message list compactly, one line per message."""
-        for message in self.messages:
-            role = message["role"]
-            if message.get("tool_calls"):
-                body = ", ".join(f"{c['function']['name']}({c['function']['arguments']})"
-                                 for c in message["tool_calls"])
-                body = "calls " + body
-            else:
-                body = str(message.get("content") or "")
-            body = " ".join(body.split())
-            print(f"{role:>9}: {body[:width - 11] + ('…' if len(body) > width - 11 else '')}")

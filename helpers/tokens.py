@@ -1,4 +1,7 @@
-"""The offline stand-in's tokenizer: deterministic and additive over messages.
+"""Token counts: the offline stand-in's exact count, and the quick estimate everything else uses.
+
+``approx_tokens`` (at the end) is the cheap estimate a session trims by before a server has
+counted a message: about four characters a token, plus framing and tool calls.
 
 A real server counts tokens with its model's tokenizer; the stand-in needs some
 count that behaves the same way for the token-budget lessons:
@@ -13,17 +16,19 @@ count that behaves the same way for the token-budget lessons:
 Because the total is a plain sum, the difference between two requests' prompt
 tokens is exactly the cost of the messages added in between.
 
-The two framing costs are defined here once and shared with every other counter
-(``helpers.history.approx_tokens``, the trimming overhead, the usage ledger).
+The framing costs are defined here once and shared by every counter: the stand-in's,
+``approx_tokens``, the trimming overhead and the usage ledger.
 """
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 _PIECE = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
 MESSAGE_OVERHEAD = 4  # tokens of framing around every message
 REPLY_PRIMING = 3  # tokens every request adds to prime the reply (tool schemas come on top)
+IMAGE_TOKENS = 85  # a rough estimate for a non-text content part
 
 
 def count_text(text: str | None) -> int:
@@ -69,3 +74,41 @@ def count_tools(tools: list | None) -> int:
 def count_request(messages: list[dict], tools: list | None = None) -> int:
     """Prompt tokens the stand-in reports for a request."""
     return sum(count_message(m) for m in messages) + REPLY_PRIMING + count_tools(tools)
+
+
+# ----------------------------------------------------------------------------- a quick estimate
+
+
+def _text_chars(content: Any) -> tuple[int, int]:
+    """(characters of text, non-text parts) in a message's content."""
+    if content is None:
+        return 0, 0
+    if isinstance(content, str):
+        return len(content), 0
+    if isinstance(content, list):
+        chars = images = 0
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                chars += len(part["text"])
+            else:
+                images += 1
+        return chars, images
+    return len(str(content)), 0
+
+
+def approx_tokens(message: dict) -> int:
+    """Cheap token estimate for one message: ~characters/4 plus framing, tool calls included."""
+    if not isinstance(message, dict):
+        return MESSAGE_OVERHEAD + (len(str(message)) + 3) // 4
+    chars, images = _text_chars(message.get("content"))
+    chars += len(str(message.get("role", "")))
+    for key in ("name", "tool_call_id"):
+        if isinstance(message.get(key), str):
+            chars += len(message[key])
+    extra = 0
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            chars += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+        extra += 3
+    return MESSAGE_OVERHEAD + extra + images * IMAGE_TOKENS + (chars + 3) // 4

@@ -1,9 +1,9 @@
 """The agent's tools: plain Python functions, their JSON schemas, and one registry.
 
-Every tool returns a JSON-serialisable dict. ``run_tool`` is how the agent loop calls
-them: it never raises for bad input from the model -- malformed, huge or too deeply
-nested JSON arguments, an unknown tool, a tool this request did not offer, wrong or
-missing argument names, a tool that raises -- each becomes ``{"error": "..."}`` text
+The module opens with ``function_schema``, the one function notebook 05 builds. Every tool returns a
+JSON-serialisable dict. ``run_tool`` is how the agent loop calls them: it never raises for bad input from
+the model -- malformed, huge or too deeply nested JSON arguments, an unknown tool, a tool this request did
+not offer, wrong or missing argument names, a tool that raises -- each becomes ``{"error": "..."}`` text
 the model can read and recover from.
 """
 from __future__ import annotations
@@ -19,13 +19,33 @@ from helpers import clock
 from helpers.client import get_client, get_settings
 from helpers.clock import WEEKDAYS
 from helpers.errors import WorkshopError
-from helpers.knowledge import KnowledgeBase, KnowledgeBaseError
+from helpers.knowledge import KnowledgeBase
+from helpers.knowledge_files import KnowledgeBaseError
 
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
+_KB = None  # the campus knowledge base, built on first use by campus_knowledge_base()
 
 
 class ToolInputError(WorkshopError, ValueError):
     """The model passed an argument the tool cannot use; the message says what is accepted."""
+
+
+# ---------------------------------------------------------------- a tool: a function and its schema
+
+def function_schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
+    """The description of one tool that the model sees: name, what it does, a JSON schema of its arguments."""
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required}}}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable plus the schema the model sees."""
+
+    name: str
+    function: Callable[..., dict]
+    schema: dict
 
 
 # ---------------------------------------------------------------- the tools
@@ -97,9 +117,6 @@ def search_campus_info(query: str, k: int = 3) -> dict:
     return out
 
 
-_KB = None
-
-
 def campus_knowledge_base():
     """The campus knowledge base the tools search, embedded once per process (notebook 02)."""
     global _KB
@@ -128,25 +145,6 @@ def next_campus_event(entry_id: str) -> dict:
 
 
 # ---------------------------------------------------------------- the registry
-
-def function_schema(name: str, description: str, properties: dict, required: list[str]) -> dict:
-    """The description of one tool that the model sees: name, what it does, a JSON schema of its arguments."""
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required}}}
-
-
-_schema = function_schema  # the short name the tests use
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A callable plus the schema the model sees."""
-
-    name: str
-    function: Callable[..., dict]
-    schema: dict
-
 
 _TZ = {"type": "string", "description": "IANA time zone, e.g. America/Los_Angeles"}
 REGISTRY: dict[str, Tool] = {tool.name: tool for tool in [

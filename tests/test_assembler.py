@@ -9,13 +9,16 @@ from hypothesis import HealthCheck, given, settings as hyp_settings, strategies 
 from helpers import tokens
 from helpers.client import EndpointError
 from helpers.config import load_settings
-from helpers.history import find_problems, split_turns
-from helpers.memory.assembler import (ContextBudgetError, EmptyMessageError, MemoryAssembler, Shares,
-                                      assemble_context, mark_superseded, relevant_first)
-from helpers.memory.recall import RecallIndex, RecallWarning, Recalled, quote_turn
+from helpers.errors import EmptyMessageError
+from helpers.history import split_turns
+from helpers.memory.assembler import MemoryAssembler, assemble_context, mark_superseded
+from helpers.memory.budget import ContextBudgetError, Shares, relevant_first
+from helpers.memory.recall import Recalled, quote_turn
+from helpers.memory.recall_index import RecallIndex, RecallWarning
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
 from helpers.standin.server import make_offline_client
 from helpers.session import ChatSession
+from helpers.validity import find_problems
 
 from scripted import ScriptedServer, tool_call
 

@@ -5,7 +5,7 @@ import pytest
 from exercise_support import run
 
 from helpers.exercises import nb12
-from helpers.memory.assembler import DEFAULT_SHARES, Shares
+from helpers.memory.budget import DEFAULT_SHARES, Shares
 
 OTHER_DAYS = ("2026-12-02T15:00:00-08:00",   # a Wednesday afternoon in Los Angeles
               "2027-06-19T23:30:00+02:00")   # a Saturday night in another zone, half a year on

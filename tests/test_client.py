@@ -7,7 +7,8 @@ import pytest
 
 from helpers import config
 from helpers.client import EndpointError, ResponseFormatError, chat, explain, make_client
-from helpers.config import NIM_BASE_URL, ConfigError, Settings, load_settings
+from helpers.config import NIM_BASE_URL, Settings, load_settings
+from helpers.errors import ConfigError
 
 FAKE_KEY = "nvapi-" + "k" * 24
 

@@ -1,4 +1,5 @@
-"""Unit tests for helpers.compat: message normalisation and per-server request fixes (pure, fast)."""
+"""Unit tests for helpers.message_format and helpers.compat: message normalisation and per-server request
+fixes (pure, fast)."""
 from __future__ import annotations
 
 import json
@@ -8,10 +9,10 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 from helpers.compat import (
-    LLAMA_CPP, NIM, OFFLINE, OPENAI_COMPATIBLE, PROFILES, CompatError, ServerProfile,
-    assistant_message_to_dict, get_profile, normalize_messages, parse_tool_arguments, prepare_request,
+    LLAMA_CPP, NIM, OFFLINE, OPENAI_COMPATIBLE, PROFILES, ServerProfile, get_profile, prepare_request,
     profile_for,
 )
+from helpers.message_format import CompatError, assistant_message_to_dict, normalize_messages
 
 TOOL = {"type": "function", "function": {
     "name": "days_until_weekday", "description": "Days from today until the next given weekday.",
@@ -139,30 +140,6 @@ def test_assistant_message_to_dict_accepts_a_whole_completion():
 def test_assistant_message_to_dict_rejects_other_roles():
     with pytest.raises(CompatError, match="expected an assistant message"):
         assistant_message_to_dict({"role": "user", "content": "hi"})
-
-
-# ---------------------------------------------------------------- parse_tool_arguments
-
-def test_parse_tool_arguments_reads_a_json_object():
-    assert parse_tool_arguments('{"weekday": "Friday"}') == {"weekday": "Friday"}
-
-
-def test_parse_tool_arguments_tolerates_a_raw_newline_inside_a_string():
-    assert parse_tool_arguments('{"text": "two\nlines"}') == {"text": "two\nlines"}
-
-
-def test_parse_tool_arguments_treats_empty_as_no_arguments():
-    assert parse_tool_arguments("") == {} and parse_tool_arguments(None) == {}
-
-
-def test_parse_tool_arguments_truncated_json_is_a_typed_error():
-    with pytest.raises(CompatError, match="not valid JSON"):
-        parse_tool_arguments('{"text": "The sea is')
-
-
-def test_parse_tool_arguments_rejects_a_non_object():
-    with pytest.raises(CompatError, match="JSON object"):
-        parse_tool_arguments("[1, 2]")
 
 
 # ---------------------------------------------------------------- profiles

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import config
-from helpers.config import ConfigError, Settings, find_api_key, load_settings
+from helpers import api_key, config, dotenv_file
+from helpers.api_key import KEY_NAME, check_key_destination, find_api_key
+from helpers.config import OTHER_KEY_NAMES, Settings, load_settings
+from helpers.errors import ConfigError
 
 FAKE_KEY = "nvapi-" + "x" * 20
 SECRET = "nvapi-Q7rT9zLm4Kp2Wx8Vb3NcHd6F"  # looks like a real key, so leaks are easy to search for
@@ -17,11 +19,11 @@ SECRET = "nvapi-Q7rT9zLm4Kp2Wx8Vb3NcHd6F"  # looks like a real key, so leaks are
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
     """No key anywhere: no documented setting in the environment, no Colab, an empty working directory."""
-    for name in config.DOCUMENTED_SETTINGS + ("CI",):
+    for name in dotenv_file.DOCUMENTED_SETTINGS + ("CI",):
         monkeypatch.setenv(name, "")  # recorded, so whatever load_settings copies from .env is undone
         monkeypatch.delenv(name)
     monkeypatch.setenv("WORKSHOP_NO_PROMPT", "1")
-    monkeypatch.setattr(config, "_typed_key", None)
+    monkeypatch.setattr(api_key, "_typed_key", None)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     return tmp_path
@@ -244,7 +246,7 @@ def test_settings_changed_afterwards_are_checked_again(clean_env, monkeypatch, c
     monkeypatch.setenv("NVIDIA_API_KEY", SECRET)
     moved = load_settings().with_overrides(**changes)
     with pytest.raises(ConfigError, match="only ever sent over https") as info:
-        config.check_key_destination(moved)
+        check_key_destination(moved)
     assert SECRET not in chain_text(info.value)
 
 
@@ -252,7 +254,7 @@ def test_a_key_that_looks_like_nvidias_is_refused_elsewhere_whatever_its_label(c
     by_hand = Settings(backend="openai-compatible", base_url="http://localhost:8000/v1", chat_model="m",
                        embedding_model="e", api_key=SECRET, key_source="WORKSHOP_API_KEY")
     with pytest.raises(ConfigError, match="NVIDIA_API_KEY"):
-        config.check_key_destination(by_hand)
+        check_key_destination(by_hand)
     with pytest.raises(ConfigError):
         load_settings("openai-compatible", base_url="http://localhost:8000/v1", api_key=SECRET)
 
@@ -265,7 +267,11 @@ def documented_in_env_example() -> set[str]:
 
 
 def test_every_documented_setting_is_known(clean_env):
-    assert documented_in_env_example() == set(config.DOCUMENTED_SETTINGS)
+    assert documented_in_env_example() == set(dotenv_file.DOCUMENTED_SETTINGS)
+
+
+def test_every_key_variable_is_kept_out_of_the_environment():
+    assert dotenv_file.SECRET_SETTINGS == (KEY_NAME, *OTHER_KEY_NAMES)
 
 
 def test_dotenv_supplies_every_documented_setting(clean_env):
@@ -443,7 +449,7 @@ def test_ask_for_key_refuses_a_malformed_answer(a_person_at_the_keyboard, monkey
     monkeypatch.setattr("getpass.getpass", lambda *a, **k: MALFORMED["line break"])
     with pytest.raises(ConfigError, match="line break") as info:
         config.ask_for_key()
-    assert not leaked(info.value) and config._typed_key is None
+    assert not leaked(info.value) and api_key._typed_key is None
 
 
 def test_terminal_chat_defaults_come_from_dotenv(clean_env, monkeypatch):

@@ -1,8 +1,9 @@
 """The seeded conversation generator (helpers/memory/convgen.py) used by benchmarks/memory_eval.py."""
 import pytest
 
-from helpers.memory.convgen import ATTRIBUTES, generate, scripted
-from helpers.memory.profile import extract_with_rules
+from helpers.memory.convgen import generate, scripted
+from helpers.memory.convgen_phrases import ATTRIBUTES
+from helpers.memory.profile_extraction import extract_with_rules
 from helpers.memory.recall import is_question
 
 

@@ -118,7 +118,8 @@ def test_notebook_04_hosted_nim_cell_counts_a_key_from_dotenv(tmp_path, monkeypa
     import json as _json
     from pathlib import Path
 
-    from helpers.config import find_api_key, load_settings
+    from helpers.api_key import find_api_key
+    from helpers.config import load_settings
 
     notebook = Path(__file__).resolve().parents[1] / "notebooks/04_portability.ipynb"
     cells = _json.loads(notebook.read_text())["cells"]

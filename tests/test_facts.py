@@ -11,9 +11,9 @@ import openai
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
 
+from helpers.facts.background import BackgroundWriter, FactWriteError
 from helpers.facts.extract import (
-    BackgroundWriter, ExtractionError, FactWriteError, extract_candidates, extract_with_rules, ingest_turn,
-    parse_extraction,
+    ExtractionError, extract_candidates, extract_with_rules, ingest_turn, parse_extraction,
 )
 from helpers.facts.writer import (
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError,

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.history: validity rules, turns, trimming, and the usage ledger."""
+"""Unit tests for helpers.validity, helpers.history and the usage ledger: the rules, turns, trimming."""
 from __future__ import annotations
 
 import ast
@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fast_trim
 from helpers.history import (
-    ORPHAN_PHRASE,
     DroppedTurn,
     HistoryError,
-    approx_tokens,
-    find_problems,
     split_turns,
     trim_to_budget,
     trim_to_turns,
@@ -22,7 +18,8 @@ from helpers.history import (
 )
 from helpers.ledger import UsageLedger
 from helpers import tokens as tokens_module
-from helpers.tokens import REPLY_PRIMING
+from helpers.tokens import REPLY_PRIMING, approx_tokens
+from helpers.validity import ORPHAN_PHRASE, find_problems
 
 SYSTEM = {"role": "system", "content": "You are the Larkspur University campus assistant."}
 
@@ -274,8 +271,8 @@ def long_history(n_turns: int) -> list[dict]:
     return messages
 
 
-@pytest.mark.parametrize("trim", [trim_to_budget, fast_trim.trim_to_budget])
-def test_trim_to_budget_reads_only_the_turns_it_keeps(trim):
+def test_trim_to_budget_reads_only_the_turns_it_keeps():
+    trim = trim_to_budget
     messages = ReadCounter(long_history(2_000))
     counted = []
     out = trim(messages, 400, count=lambda m: counted.append(m) or approx_tokens(m))
@@ -285,8 +282,8 @@ def test_trim_to_budget_reads_only_the_turns_it_keeps(trim):
     assert messages.reads <= 4 * (1 + kept_messages + 4)  # walk back, slice, copy: a few reads each, no more
 
 
-@pytest.mark.parametrize("trim", [trim_to_turns, fast_trim.trim_to_turns])
-def test_trim_to_turns_reads_only_the_turns_it_keeps(trim):
+def test_trim_to_turns_reads_only_the_turns_it_keeps():
+    trim = trim_to_turns
     messages = ReadCounter(long_history(2_000))
     counted = []
     out = trim(messages, 3, count=lambda m: counted.append(m) or 1)
@@ -313,11 +310,10 @@ def test_a_broken_turn_that_is_dropped_no_longer_blocks_the_trim():
 
 def test_problems_in_kept_turns_are_numbered_as_in_the_list_passed_in():
     broken = history()[:8] + [result("stray")] + history()[8:]  # an orphan result in turn 2 (message 8)
-    for trim in (trim_to_turns, fast_trim.trim_to_turns):
-        with pytest.raises(HistoryError) as info:
-            trim(broken, 2)
-        assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant "
-                                       f"message with tool_calls comes before it; {ORPHAN_PHRASE}"]
+    with pytest.raises(HistoryError) as info:
+        trim_to_turns(broken, 2)
+    assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant "
+                                   f"message with tool_calls comes before it; {ORPHAN_PHRASE}"]
 
 
 def test_pinned_turns_are_found_by_their_ids():
@@ -328,9 +324,8 @@ def test_pinned_turns_are_found_by_their_ids():
 
 
 def test_a_system_part_over_budget_is_reported_even_without_turns():
-    for trim in (trim_to_budget, fast_trim.trim_to_budget):
-        out = trim([SYSTEM], 1)
-        assert out.over_budget and out.messages == [SYSTEM] and out.kept == [] and out.dropped == []
+    out = trim_to_budget([SYSTEM], 1)
+    assert out.over_budget and out.messages == [SYSTEM] and out.kept == [] and out.dropped == []
 
 
 def test_trimming_something_that_is_not_a_list_is_explained():
@@ -346,10 +341,9 @@ def test_turn_spans_agree_with_split_turns_both_ways():
     assert list(turns_newest_first(messages)) == spans[::-1]
 
 
-def test_fast_trim_takes_the_full_check_for_content_parts():
+def test_content_parts_are_kept_and_checked():
     parts = [user("hi"), {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
-    assert not fast_trim.plainly_valid(parts) and find_problems(parts) == []
-    assert fast_trim.trim_to_budget(parts, 100).messages == trim_to_budget(parts, 100).messages == parts
+    assert find_problems(parts) == [] and trim_to_budget(parts, 100).messages == parts
 
 
 def test_the_framing_constants_are_defined_once_in_tokens():

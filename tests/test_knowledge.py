@@ -7,9 +7,10 @@ import openai
 import pytest
 
 from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, EmbeddingTruncationWarning, local_embed
-from helpers.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Entry, Hit, KnowledgeBase,
-                               KnowledgeBaseError, answer_with_context, cache_dir, cosine_top_k, evaluate,
-                               format_context, load_eval_questions, load_knowledge_base)
+from helpers.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit, KnowledgeBase,
+                               answer_with_context, cache_dir, cosine_top_k, format_context)
+from helpers.knowledge_eval import evaluate, load_eval_questions
+from helpers.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
 
 SMALL = [
     Entry("club-ai", "AI Club", "The AI Club meets every Thursday at 18:00 in Halvorsen Hall.", ("club",),

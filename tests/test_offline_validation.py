@@ -153,7 +153,7 @@ def client():
 
 
 def test_what_the_package_sends_is_accepted(client):
-    """The parameters helpers.client, helpers.agent and the memory modules send pass validation."""
+    """The parameters helpers.client, helpers.agent_turn and the memory modules send pass validation."""
     reply = client.chat.completions.create(
         model=MODEL, messages=[{"role": "developer", "content": "Reply in JSON."}] + HI, temperature=0.2,
         max_completion_tokens=512, tools=[TOOL], tool_choice="auto", parallel_tool_calls=True, stream=True,

@@ -7,8 +7,8 @@ import pytest
 
 from helpers.config import load_settings
 from helpers.facts.writer import FactMemory
-from helpers.memory.profile import (ProfileMemory, ProfileFormatError, ProfileWarning, extract_with_rules,
-                                    parse_profile_reply)
+from helpers.memory.profile import ProfileMemory, ProfileWarning
+from helpers.memory.profile_extraction import ProfileFormatError, extract_with_rules, parse_profile_reply
 from helpers.standin.server import make_offline_client
 from helpers.standin.policy import decide, extract_profile_facts
 

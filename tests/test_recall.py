@@ -7,10 +7,10 @@ import pytest
 
 from helpers.config import load_settings
 from helpers.embeddings import EmbeddingTruncationWarning
-from helpers.history import find_problems
-from helpers.memory.recall import (EMBED_CHARS, RECENCY_WEIGHT, RecallIndex, RecallWarning, is_question,
-                                   is_substantive, merge_repeats, near_identical, quote_turn, rank,
-                                   recall_block, statements)
+from helpers.validity import find_problems
+from helpers.memory.recall import (RECENCY_WEIGHT, is_question, is_substantive, merge_repeats, near_identical,
+                                   quote_turn, rank, recall_block, statements)
+from helpers.memory.recall_index import EMBED_CHARS, RecallIndex, RecallWarning
 from helpers.standin.server import make_offline_client
 
 

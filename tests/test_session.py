@@ -1,9 +1,11 @@
 import pytest
 
 from helpers import history
-from helpers import session as session_module
+from helpers import window as window_module
 from helpers.client import EndpointError
-from helpers.history import find_problems, split_turns
+from helpers.history import split_turns
+from helpers.validity import find_problems
+from helpers.window import turns_to_drop
 from helpers.session import ChatSession, SimpleSession
 
 from scripted import ScriptedServer, tool_call
@@ -135,23 +137,34 @@ def test_a_failed_turn_does_not_trim_either():
     assert (session.messages, session.turn_ids, len(session.dropped)) == before
 
 
-def test_the_session_trims_with_the_functions_notebook_07_teaches(monkeypatch):
-    calls = []
+@pytest.mark.parametrize("limits", [{"max_turns": 2}, {"max_tokens": 1200},
+                                    {"max_turns": 3, "max_tokens": 1500}])
+def test_the_session_keeps_what_notebook_07s_trimmers_keep(monkeypatch, limits):
+    """Before each question, what turns_to_drop leaves is what trim_to_turns, then trim_to_budget, keep of
+    the session's window, counted at the session's own costs."""
+    checked = []
 
-    def spy(name):
-        def trim(messages, limit, **options):
-            calls.append((name, options["turn_ids"]))
-            return getattr(history, name)(messages, limit, **options)
-        return trim
+    def spy(turn_tokens, total, *, max_turns=None, max_tokens=None):
+        n = turns_to_drop(turn_tokens, total, max_turns=max_turns, max_tokens=max_tokens)
+        window = session._window
+        system_cost = window.tokens - sum(window.turn_tokens)  # one system message here
+        costs = {id(m): cost for m, cost in zip(window.messages[window.first:],
+                                                (c for turn in window.turn_costs for c in turn))}
+        options = {"count": lambda m: costs.get(id(m), system_cost), "overhead": session.ledger.overhead}
+        kept = history.trim_to_turns(window.messages, max_turns or 10**6, turn_ids=list(window.turn_ids),
+                                     **options)
+        if max_tokens is not None:
+            kept = history.trim_to_budget(kept.messages, max_tokens, turn_ids=kept.kept, **options)
+        assert kept.kept == list(window.turn_ids[n:]) and total == kept.tokens + sum(turn_tokens[:n])
+        checked.append(n)
+        return n
 
-    for name in ("trim_to_turns", "trim_to_budget"):
-        monkeypatch.setattr(session_module, name, spy(name))
-    session = ChatSession(max_turns=1, max_tokens=5000)
-    for question in CLASSIC[:3]:
+    monkeypatch.setattr(window_module, "turns_to_drop", spy)
+    session = ChatSession(**limits)
+    for question in CLASSIC * 2:
         session.chat(question)
-    assert calls == [("trim_to_turns", [0]), ("trim_to_budget", [0]),
-                     ("trim_to_turns", [0, 1]), ("trim_to_budget", [1])]
-    assert session.turn_ids == [1, 2] and [t.turn_id for t in session.dropped] == [0]
+    assert len(checked) == 8 and sum(checked) > 0 and sum(checked) == len(session.dropped)
+    assert find_problems(session.messages) == [] and session.turn_ids[-1] == 7
 
 
 def test_a_session_without_a_system_prompt_trims_too():
@@ -260,11 +273,11 @@ def test_a_stream_without_chunks_saves_no_placeholder_turn():
 
 
 def test_the_session_runs_only_its_own_tools():
-    from helpers.tools import REGISTRY, Tool, _schema
+    from helpers.tools import REGISTRY, Tool, function_schema
 
     ran = []
     registry = dict(REGISTRY, forget_everything=Tool("forget_everything", lambda: ran.append(1) or {},
-                                                     _schema("forget_everything", "x", {}, [])))
+                                                     function_schema("forget_everything", "x", {}, [])))
     server = ScriptedServer([{"tool_calls": [tool_call("forget_everything", {}, "a")]}, {"content": "ok"}])
     session = ChatSession(tools=["days_until_weekday"], registry=registry, **server.kwargs())
     assert session.chat("q") == "ok"
@@ -274,7 +287,7 @@ def test_the_session_runs_only_its_own_tools():
 
 @pytest.mark.parametrize("max_steps", [0, -3, 1.5, "6"])
 def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
-    from helpers.config import ConfigError
+    from helpers.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_steps"):
         ChatSession(max_steps=max_steps)
@@ -283,7 +296,7 @@ def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
 @pytest.mark.parametrize("limits", [{"max_turns": 2.5}, {"max_turns": "3"}, {"max_turns": True},
                                     {"max_tokens": float("nan")}, {"max_tokens": "800"}, {"max_tokens": -1}])
 def test_limits_that_are_not_whole_numbers_are_refused_by_name(limits):
-    from helpers.config import ConfigError
+    from helpers.errors import ConfigError
 
     (name, _), = limits.items()
     with pytest.raises(ConfigError, match=f"{name} must be a"):

@@ -170,7 +170,7 @@ def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypat
     def broken_chat(*args, **kwargs):
         raise ConnectionError("the network dropped mid-turn (simulated)")
 
-    monkeypatch.setattr("helpers.agent.chat", broken_chat)
+    monkeypatch.setattr("helpers.agent_turn.chat", broken_chat)
     with pytest.raises(ConnectionError):
         session.chat(UNTIL)
     after = store.load_state("ada", "s1")
@@ -902,7 +902,7 @@ def test_a_fork_keeps_the_vectors_of_the_turns_it_holds(store, monkeypatch):
 
 
 def test_a_damaged_vector_row_is_reported_and_embedded_again(store, monkeypatch):
-    from helpers.memory.recall import RecallWarning
+    from helpers.memory.recall_index import RecallWarning
 
     session = recalling(store)
     for text in [*STATEMENTS, LOCKER]:

@@ -97,7 +97,7 @@ def test_tool_that_raises_is_an_error_result():
     def explode():
         raise RuntimeError("database on fire")
 
-    registry = {"explode": tools.Tool("explode", explode, tools._schema("explode", "x", {}, []))}
+    registry = {"explode": tools.Tool("explode", explode, tools.function_schema("explode", "x", {}, []))}
     error = json.loads(run_tool("explode", "{}", registry))["error"]
     assert "RuntimeError" in error and "database on fire" in error
 
@@ -129,7 +129,8 @@ def test_local_servers_search_with_the_local_embedding_model(monkeypatch):
 def test_a_result_that_is_not_json_is_an_error_result():
     from datetime import date
 
-    registry = {"today": tools.Tool("today", lambda: {"day": date(2026, 11, 30)}, tools._schema("today", "x", {}, []))}
+    registry = {"today": tools.Tool("today", lambda: {"day": date(2026, 11, 30)},
+                                    tools.function_schema("today", "x", {}, []))}
     assert "not JSON" in json.loads(run_tool("today", "{}", registry))["error"]
 
 
@@ -153,7 +154,7 @@ def _spy_registry():
     """The real registry plus a tool that records whether it ran."""
     ran = []
     spy = tools.Tool("forget_everything", lambda: ran.append(True) or {"done": True},
-                     tools._schema("forget_everything", "x", {}, []))
+                     tools.function_schema("forget_everything", "x", {}, []))
     return dict(tools.REGISTRY, forget_everything=spy), ran
 
 
@@ -181,7 +182,7 @@ def test_deeply_nested_dict_arguments_are_an_error_result():
 
 
 def test_a_deeply_nested_result_is_an_error_result():
-    deep = tools.Tool("deep", lambda: {"x": _nested(_too_deep())}, tools._schema("deep", "x", {}, []))
+    deep = tools.Tool("deep", lambda: {"x": _nested(_too_deep())}, tools.function_schema("deep", "x", {}, []))
     registry = {"deep": deep}
     assert "not JSON" in json.loads(run_tool("deep", "{}", registry))["error"]
 

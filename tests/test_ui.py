@@ -118,7 +118,7 @@ def test_a_failing_turn_is_reported_in_the_window_and_nothing_is_kept(monkeypatc
     def broken(*args, **kwargs):
         raise ConnectionError("the endpoint went away (simulated)")
 
-    monkeypatch.setattr("helpers.agent.chat", broken)
+    monkeypatch.setattr("helpers.agent_turn.chat", broken)
     assert ui.send(UNTIL) is None
     assert "ConnectionError" in ui.status.value and "went away" in ui.last_error
     assert ui.session.turn_ids == [0] and UNTIL not in ui.transcript_text()

@@ -7,7 +7,9 @@ from functools import lru_cache
 import numpy as np
 
 from helpers.exercises import Exercise, Hint
-from helpers.knowledge import Entry, KnowledgeBase, cosine_top_k, evaluate, load_eval_questions
+from helpers.knowledge import KnowledgeBase, cosine_top_k
+from helpers.knowledge_eval import evaluate, load_eval_questions
+from helpers.knowledge_files import Entry
 
 MIN_RECALL = 0.9
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from helpers.client import get_client
 from helpers.exercises import Exercise, Hint
 from helpers.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
-from helpers.knowledge import Hit, format_context, load_knowledge_base
+from helpers.knowledge import Hit, format_context
+from helpers.knowledge_files import load_knowledge_base
 
 OFFICE_HOURS = "office-hours-cs"
 NOTEBOOK_EXAMPLES = ("When does the AI club meet?", "Write me a poem about the sea",

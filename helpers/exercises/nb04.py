@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-from helpers.config import KEY_NAME, ConfigError, load_settings
+from helpers.api_key import KEY_NAME
+from helpers.config import load_settings
 from helpers.endpoint import EndpointStatus, check_endpoint
+from helpers.errors import ConfigError
 from helpers.exercises import Exercise, Hint
 from helpers.client import make_client
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from itertools import combinations
 
-from helpers.agent import MAX_STEPS, run_agent
+from helpers.agent import MAX_STEPS
+from helpers.agent_turn import run_agent
 from helpers.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.tools import REGISTRY
@@ -97,7 +98,8 @@ exercise_2 = Exercise(
     stub='''def smallest_max_steps(question, **options):
     """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""
     return 1''',
-    solution_code='''from helpers.agent import MAX_STEPS, run_agent
+    solution_code='''from helpers.agent import MAX_STEPS
+from helpers.agent_turn import run_agent
 
 def smallest_max_steps(question, **options):
     """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""

@@ -9,7 +9,8 @@ import copy
 import json
 
 from helpers.exercises import Exercise, Hint
-from helpers.history import find_problems, split_turns
+from helpers.history import split_turns
+from helpers.validity import find_problems
 from helpers.session import SimpleSession
 
 # ---------------------------------------------------------------- exercise 1: the smallest window

@@ -13,7 +13,8 @@ from helpers import tokens
 from helpers.config import load_settings
 from helpers.errors import WorkshopError
 from helpers.exercises import Exercise, Hint
-from helpers.memory.assembler import DEFAULT_SHARES, ContextBudgetError, assemble_context
+from helpers.memory.assembler import assemble_context
+from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError
 from helpers.memory.summary import RollingSummary, Summariser
 from helpers.session import SESSION_SYSTEM_PROMPT
 from helpers.standin.server import make_offline_client

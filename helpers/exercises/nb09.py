@@ -16,7 +16,7 @@ from helpers.exercises import Exercise, Hint
 from helpers.facts.writer import FactMemory
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.profile import ProfileMemory
-from helpers.memory.recall import RecallIndex
+from helpers.memory.recall_index import RecallIndex
 from helpers.session import SESSION_SYSTEM_PROMPT
 from helpers.standin.server import make_offline_client
 

@@ -14,11 +14,13 @@ from helpers.client import make_client
 from helpers.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.facts.writer import FactMemory
-from helpers.memory.assembler import (DEFAULT_SHARES, ContextBudgetError, MemoryAssembler, Shares,
-                                      assemble_context)
+from helpers.memory.assembler import MemoryAssembler, assemble_context
+from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError, Shares
 from helpers.memory.convgen import generate
-from helpers.memory.profile import ProfileMemory, extract_with_rules
-from helpers.memory.recall import RecallIndex, is_question
+from helpers.memory.profile import ProfileMemory
+from helpers.memory.profile_extraction import extract_with_rules
+from helpers.memory.recall import is_question
+from helpers.memory.recall_index import RecallIndex
 from helpers.session import ChatSession
 
 BUDGET, TIGHT_BUDGET, WINDOW = 1500, 950, 6

@@ -21,7 +21,8 @@ from helpers.postgres import Connections, lock_id, migrate, schema_version
 _ID_BLOCK = 16  # fact ids fetched from the sequence per round trip
 
 # The tables of helpers.facts.store in PostgreSQL's dialect: BIGINT ids from a sequence, COLLATE "C" so
-# text sorts byte by byte as in SQLite, and no WITHOUT ROWID (a SQLite storage option).
+# text sorts byte by byte as in SQLite, and no WITHOUT ROWID (a SQLite storage option). Kept apart from
+# SQLite's on purpose (helpers.facts.store says why): applied migrations never change.
 FACT_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "create facts, provenance and audit", (
         "CREATE SEQUENCE fact_ids",

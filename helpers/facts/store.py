@@ -158,7 +158,10 @@ class FactStore(Protocol):
 
 
 # SQLite's dialect (INTEGER ids, WITHOUT ROWID); helpers.facts.postgres lists the same tables with
-# PostgreSQL's types, a sequence for ids and byte-order ("C") text sorting, so each backend keeps its own.
+# PostgreSQL's types, a sequence for ids and byte-order ("C") text sorting. Each backend writes its own out
+# on purpose: a migration is the exact SQL databases have already run and must never change, so neither
+# comes from a shared template that an edit for one dialect could alter. A table change is a new migration
+# in both files.
 MIGRATIONS: tuple[Migration, ...] = (
     (1, "create facts, provenance and audit", (
         """CREATE TABLE facts (

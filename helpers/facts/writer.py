@@ -17,16 +17,19 @@ of its key, it says what writing the candidate does. In the order the rules are 
 6. Otherwise ``insert``: a new fact, or one more independent source for a stored value.
 
 ``FactMemory`` wraps those rules in transactions: ``write_many`` checks each candidate
-(``helpers.facts.schema``; a malformed one is ``rejected`` alone), loads the keys once, applies
-each decision and commits every change with one audit row per candidate.
+(``helpers.facts.schema``; a malformed one is ``rejected`` alone), loads the keys once, carries
+out each plan and commits every change with one audit row per candidate: a ``FactDecision``
+(``helpers.facts.decisions``, which also words the reason).
 """
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from helpers.clock import now
 from helpers.errors import WorkshopError
+from helpers.facts.decisions import FactDecision, decision_for, quoted_values
 from helpers.facts.prompt import format_facts  # noqa: F401  (callers import it from here too)
 from helpers.facts.schema import (  # noqa: F401  (PREVIEW_CHARS, normalise_text: re-exported for callers)
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, UNSTORABLE, AttributeSpec, Candidate, CheckedCandidate,
@@ -89,80 +92,17 @@ class FactResolutionError(FactMemoryError):
     """resolve() was asked to settle a conflict that does not exist, or with a value not in it."""
 
 
-@dataclass
-class FactDecision:
-    """What the writer did with one candidate, and why (one audit row)."""
-
-    outcome: str
-    reason: str
-    user_id: str
-    subject: str
-    attribute: str
-    value: str
-    source_id: str
-    source_kind: str
-    source_version: int | None
-    fact_id: int | None = None
-    status: str | None = None
-    support: int = 0
-    superseded: tuple[int, ...] = ()
-
-    def __str__(self) -> str:
-        version = "" if self.source_version is None else f" v{self.source_version}"
-        who = f"{self.source_id}{version}"
-        return f"{self.outcome:<10} {self.attribute}={self.value!r} ({who}): {self.reason}"
-
-    def audit_entry(self, at: str) -> AuditEntry:
-        """The audit row that records this decision."""
-        return AuditEntry(self.user_id, self.subject, self.attribute, self.value, self.source_id,
-                          self.source_kind, self.source_version, self.outcome, self.reason, self.fact_id,
-                          self.support, at)
-
-
-def _decision(c: CheckedCandidate, outcome: str, reason: str, fact: StoredFact | None,
-              superseded: Sequence[StoredFact] = ()) -> FactDecision:
-    if fact is None:
-        return FactDecision(outcome, reason, c.user_id, c.subject, c.attribute, c.value, c.source_id,
-                            c.source_kind, c.source_version)
-    return FactDecision(outcome, reason, c.user_id, c.subject, c.attribute, c.value, c.source_id,
-                        c.source_kind, c.source_version, fact.id, fact.status, fact.support,
-                        tuple(f.id for f in superseded))
-
-
-def _rejected(candidate: Any, problems: list[str]) -> FactDecision:
+def _rejected(candidate: Any, problems: list[str], at: str) -> FactDecision:
     """The decision for a malformed candidate: what it held, as previews an audit row can always store."""
     reason = storable_preview("malformed candidate, not stored (repair and resubmit): " + "; ".join(problems),
                               REASON_CHARS)
     held = rejected_fields(candidate)
-    return FactDecision(REJECTED, reason, held["user_id"], held["subject"], held["attribute"], held["value"],
-                        held["source_id"], held["source_kind"], held["source_version"])
+    return FactDecision(held["user_id"], held["subject"], held["attribute"], held["value"], held["source_id"],
+                        held["source_kind"], held["source_version"], REJECTED, reason,
+                        fact_id=None, support=0, decided_at=at)
 
 
-def _names(facts: Iterable[StoredFact]) -> str:
-    return ", ".join(repr(f.value) for f in facts)
-
-
-def _reason(c: CheckedCandidate, plan: Plan, confirms_proposal: bool) -> str:
-    """Why an insert, correction or conflict happened, in words an audit reader can follow."""
-    same, replaced, rivals = plan.same, plan.replaced, plan.rivals
-    if plan.outcome == CONFLICT:
-        backers = "; ".join(f"{f.value!r} from {', '.join(sorted(f.supporters))}" for f in rivals)
-        dropped = f" ({c.source_id}'s own earlier {_names(replaced)} is superseded)" if replaced else ""
-        return (f"{c.source_id} says {c.value!r} but {backers}: authoritative sources disagree, so the key "
-                f"is held for review and not used for answers (resolve() settles it){dropped}")
-    if plan.outcome == CORRECTION:
-        was_conflict = len(replaced) + (same is not None) > 1  # more than one live value before
-        settled = " and the open conflict is settled because the sources now agree" if was_conflict else ""
-        return (f"{c.source_id} v{c.source_version} replaces {_names(replaced)}, which only it supported; "
-                f"the old value is kept as history{settled}")
-    if same is not None:
-        return (f"independent source {c.source_id} agrees with {same.value!r}; "
-                f"support {same.support - 1} -> {same.support}")
-    confirms = " (confirms an earlier assistant proposal, until now ineligible)"
-    return "new fact" + (confirms if confirms_proposal else "")
-
-
-class FactMemory:
+class FactMemory(AbstractContextManager):  # ``with FactMemory.open(path) as memory:`` closes it at the end
     """The reconciling writer plus review reads, over any FactStore (SQLite by default)."""
 
     def __init__(self, store: FactStore, *, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES):
@@ -189,9 +129,9 @@ class FactMemory:
         with self.store.transaction(keys) as txn:
             work = WorkingSet(txn, keys, at)
             decisions = [self._apply(work, c, decide(c, work.rows[c.key])) if c is not None
-                         else _rejected(candidate, problems)
+                         else _rejected(candidate, problems, at)
                          for candidate, (c, problems) in zip(candidates, checked)]
-            work.changes.audit = [d.audit_entry(at) for d in decisions]
+            work.changes.audit = list(decisions)  # a decision is its audit row
             txn.save(work.changes)
         return decisions
 
@@ -207,17 +147,15 @@ class FactMemory:
         if plan.rule in ("replay", "stale"):
             current = same or next((f for f in work.rows[c.key] if f.status in (ACTIVE, CONFLICT)
                                     and c.source_id in f.supporters), None)
-            return _decision(c, NOOP, f"{plan.rule}: {c.source_id} v{c.source_version} is not newer than "
-                                      f"v{plan.seen} already recorded for this key; nothing changes", current)
+            return decision_for(c, plan, work.at, current)
         prov = Provenance(c.source_id, c.source_kind, c.source_version, c.evidence, work.at)
         if plan.rule == "same value":
             work.record_source(same, prov)
-            return _decision(c, NOOP, f"same value again from {c.source_id} (repeat or paraphrase of "
-                                      f"{same.value!r}); support stays {same.support}", same)
+            return decision_for(c, plan, work.at, same)
         proposal = None if same else next((f for f in reversed(work.rows[c.key])
                                            if f.status == INELIGIBLE and f.value_key == c.value_key), None)
         if plan.rule == "assistant":
-            return self._assistant_claim(work, c, prov, same or proposal)
+            return decision_for(c, plan, work.at, self._assistant_claim(work, c, prov, same or proposal))
         for f in rivals:  # the source moves away from a value others still back
             if c.source_id in f.supporters:
                 work.withdraw(f, c.source_id)
@@ -232,24 +170,20 @@ class FactMemory:
         for f in [fact, *rivals]:
             if f.status != status:
                 work.set_status(f, status)
-        return _decision(c, plan.outcome, _reason(c, plan, confirms_proposal=proposal is not None), fact,
-                         replaced)
+        return decision_for(c, plan, work.at, fact, confirms_proposal=proposal is not None)
 
     def _assistant_claim(self, work: WorkingSet, c: CheckedCandidate, prov: Provenance,
-                         fact: StoredFact | None) -> FactDecision:
+                         fact: StoredFact | None) -> StoredFact:
+        """Record an assistant's claim: on a live value only as a repeat, else as an ineligible proposal."""
         if fact is not None and fact.status != INELIGIBLE:
             mine = next((p for p in fact.provenance if p.source_id == c.source_id), None)
             if mine is None or mine.source_kind not in ELIGIBLE_KINDS:  # keep its version: replays stay noops
                 work.record_source(fact, prov)
-            return _decision(c, NOOP, "the assistant repeated a stored value; a proposal adds no support",
-                             fact)
-        if fact is None:
+        elif fact is None:
             fact = work.insert(c.key, c.value, c.value_key, INELIGIBLE, prov)
         else:
             work.record_source(fact, prov)
-        reason = ("an assistant proposal is not evidence (saying 'I have updated it' does not change account "
-                  "state): recorded as ineligible until a user statement or tool result supports it")
-        return _decision(c, REJECTED, reason, fact)
+        return fact
 
     def resolve(self, user_id: str, subject: str, attribute: str, keep_value: str, *, reviewer: str,
                 note: str = "") -> FactDecision:
@@ -279,16 +213,18 @@ class FactMemory:
             keep = next((r for r in rows if r.value_key == spec.normalise(keep_value)), None)
             if keep is None:
                 raise FactResolutionError(f"{keep_value!r} is not one of the conflicting values "
-                                          f"({_names(rows)}); pass one of those")
+                                          f"({quoted_values(rows)}); pass one of those")
             losers = [r for r in rows if r is not keep]
             work.set_status(keep, ACTIVE)
             for r in losers:
                 work.set_status(r, SUPERSEDED, superseded_by=keep.id)
-            reason = f"conflict resolved by {reviewer}: kept {keep.value!r}, superseded {_names(losers)}"
-            decision = FactDecision(CORRECTION, reason + (f" ({note})" if note else ""), user_id, subject,
-                                    attribute, keep.value, reviewer, "reviewer", None, keep.id, ACTIVE,
-                                    keep.support, tuple(r.id for r in losers))
-            work.changes.audit = [decision.audit_entry(at)]
+            superseded = quoted_values(losers)
+            reason = f"conflict resolved by {reviewer}: kept {keep.value!r}, superseded {superseded}"
+            reason += f" ({note})" if note else ""
+            decision = FactDecision(user_id, subject, attribute, keep.value, reviewer, "reviewer", None,
+                                    CORRECTION, reason, keep.id, keep.support, at, status=ACTIVE,
+                                    superseded=tuple(r.id for r in losers))
+            work.changes.audit = [decision]
             txn.save(work.changes)
         return decision
 
@@ -320,9 +256,6 @@ class FactMemory:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
-
-    def __enter__(self) -> "FactMemory":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

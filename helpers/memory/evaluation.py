@@ -26,7 +26,7 @@ import openai
 from helpers import tokens
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
 from helpers.history import split_turns
-from helpers.knowledge import load_knowledge_base
+from helpers.knowledge_files import load_knowledge_base
 from helpers.memory.assembler import MemoryAssembler, assemble_context
 from helpers.memory.convgen import Conversation
 from helpers.session import ChatSession

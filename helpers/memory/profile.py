@@ -14,13 +14,9 @@ whose version is the turn id. The fact store decides, and audits, what happens:
 - an older turn never overrides a newer one (its version is lower: a ``noop``).
 
 Attributes are open-ended: "my locker number is 4471" becomes attribute ``locker number``.
-Two extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}``:
-
-- ``rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
-  in any of the user's sentences that is not a question, plus the stand-in's documented rules
-  for names, diets, schedules, preferences and goals (``extract_profile_facts``);
-- ``model``: a chat request with ``response_format={"type": "json_object"}``; a reply that is
-  not exactly ``{"facts": [{"key", "topic", "value"}]}`` is rejected whole and logged.
+The statements come from one of two extractors in ``helpers.memory.profile_extraction``:
+``rules`` (the default for the offline stand-in) or ``model`` (a strict JSON request; a reply
+of the wrong shape is rejected whole and logged).
 
 Either way a value must be the user's own words (it has to appear in the user's message), so
 nothing the assistant said becomes a user fact. ``lines()`` shows each current fact with the
@@ -29,54 +25,38 @@ a corrected fact names the value it superseded and its turn.
 """
 from __future__ import annotations
 
-import json
 import logging
-import re
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from helpers import clock
-from helpers.errors import WorkshopError, WorkshopWarning
+from helpers.client import get_settings
+from helpers.errors import WorkshopWarning
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
-from helpers.memory.recall import is_question, is_substantive
-from helpers.standin.tasks import extract_profile_facts
+from helpers.memory.profile_extraction import ProfileFormatError, extract_with_model, extract_with_rules
+from helpers.memory.recall import is_substantive
 
 log = logging.getLogger(__name__)
 
 PROFILE_HEADER = "User profile (facts the user stated, with the turn and date):"
 DEFAULT_STALE_AFTER = timedelta(days=90)
-EXTRACTOR_PROMPT = (
-    "You are a profile extractor. From the USER SAID section only, list facts the user states about "
-    "themselves. key is a short label for what the fact is about ('name', 'goal', 'preference', "
-    "'constraint', 'locker number', 'advisor', ...); topic narrows it (use the key again when nothing "
-    "narrower fits, for example 'diet' under 'constraint'); value is copied word for word from the user's "
-    "message. Never use the assistant's words. "
-    'Reply with JSON only, exactly: {"facts": [{"key": "...", "topic": "...", "value": "..."}]} '
-    "(an empty list when there are none)."
-)
-MAX_VALUE_CHARS = 200
-MAX_LABEL_CHARS = 60
 FIRST_KEYS = ("name", "goal", "constraint", "preference")  # shown first, in this order
-# "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
-_MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
-                           r"(?:now\s+|still\s+)?"
-                           r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
-_NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
-_ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
-_DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
-_TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
-_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
-                         re.I)
-
-
-class ProfileFormatError(WorkshopError, ValueError):
-    """An extraction reply was not the strict JSON shape; it is rejected and nothing is merged."""
 
 
 class ProfileWarning(WorkshopWarning):
     """Profile extraction could not run for a turn (for example the request failed)."""
+
+
+def attribute_label(key: str, topic: str) -> str:
+    """The fact store's attribute name: ``key``, or ``key/topic`` when the topic narrows it."""
+    return key if topic in (key, "") else f"{key}/{topic}"
+
+
+def _split_label(label: str) -> tuple[str, str]:
+    key, _, topic = label.partition("/")
+    return key, topic or key
 
 
 @dataclass
@@ -94,7 +74,7 @@ class ProfileFact:
     @property
     def label(self) -> str:
         """``key`` or ``key/topic``: the attribute name in the fact store."""
-        return self.key if self.topic in (self.key, "") else f"{self.key}/{self.topic}"
+        return attribute_label(self.key, self.topic)
 
     def age(self, now: datetime | None = None) -> timedelta:
         """How long ago it was last stated."""
@@ -113,51 +93,6 @@ class ProfileUpdate:
 
 def _normal(text: str) -> str:
     return " ".join(str(text).lower().replace("’", "'").split())
-
-
-def parse_profile_reply(text: str) -> list[dict]:
-    """The fact items of a reply, or ProfileFormatError naming what is wrong (strict: no partial result)."""
-    try:
-        data = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise ProfileFormatError(f"reply is not JSON ({exc}); got {str(text)[:80]!r}") from None
-    if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
-        raise ProfileFormatError('reply must be exactly {"facts": [...]}; got ' + str(text)[:80])
-    for i, item in enumerate(data["facts"]):
-        if not isinstance(item, dict) or set(item) != {"key", "topic", "value"}:
-            raise ProfileFormatError(f"fact {i} must have exactly key, topic and value; got {item!r}")
-        if not all(isinstance(item[k], str) and item[k].strip() for k in ("key", "topic", "value")):
-            raise ProfileFormatError(f"fact {i} has an empty or non-text field: {item!r}")
-        if len(item["key"]) > MAX_LABEL_CHARS or len(item["topic"]) > MAX_LABEL_CHARS or "/" in item["key"]:
-            raise ProfileFormatError(f"fact {i}: key and topic must be short labels without '/' "
-                                     f"(at most {MAX_LABEL_CHARS} characters); got {item!r}")
-        if len(item["value"]) > MAX_VALUE_CHARS:
-            raise ProfileFormatError(f"fact {i} value is longer than {MAX_VALUE_CHARS} characters")
-    return data["facts"]
-
-
-def extract_with_rules(user_text: str) -> list[dict]:
-    """Profile items from the user's words by rule: the stand-in's rules plus "my <attribute> is <value>"."""
-    items = [item for item in extract_profile_facts(f"USER SAID:\n{user_text}")["facts"]]
-    seen = {(item["key"], item["topic"]) for item in items}
-    kept = _ABBREVIATION.sub(lambda m: m.group(1) + _DOT, user_text)  # "Dr. Varga" is not a sentence end
-    for sentence in re.split(r"(?<=[.!?])\s+", kept):
-        if is_question(sentence):
-            continue
-        for match in _MY_ATTRIBUTE.finditer(sentence):
-            attribute = " ".join(match.group(1).lower().split())
-            value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"")
-            value = _TAIL_WORDS.sub("", value).replace(_DOT, ".")
-            if attribute in _NOT_ATTRIBUTES or not value or (attribute, attribute) in seen:
-                continue
-            seen.add((attribute, attribute))
-            items.append({"key": attribute, "topic": attribute, "value": value})
-    return items
-
-
-def _split_label(label: str) -> tuple[str, str]:
-    key, _, topic = label.partition("/")
-    return key, topic or key
 
 
 class ProfileMemory:
@@ -235,19 +170,9 @@ class ProfileMemory:
         return pairs
 
     # -- extracting
-    def prompt(self, turn_id: int, user_text: str, assistant_text: str = "") -> list[dict]:
-        """The extraction request for one turn (the ``model`` extractor)."""
-        body = f"USER SAID (turn {turn_id}):\n{user_text}"
-        if assistant_text:
-            clipped = " ".join(assistant_text.split())[: self.max_reply_chars]
-            body += f"\n\nASSISTANT REPLIED (context only, never a source of facts):\n{clipped}"
-        return [{"role": "system", "content": EXTRACTOR_PROMPT}, {"role": "user", "content": body}]
-
     def _uses_rules(self) -> bool:
         if self.extractor != "auto":
             return self.extractor == "rules"
-        from helpers.client import get_settings
-
         return getattr(self.settings or get_settings(), "backend", "") == "offline"
 
     def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
@@ -256,24 +181,19 @@ class ProfileMemory:
             return ProfileUpdate()
         if self._uses_rules():
             return self.merge(turn_id, extract_with_rules(user_text), user_text)
-        from helpers.client import chat, get_settings
-
-        model = self.model or (self.settings or get_settings()).chat_model
         try:
-            response = chat(self.prompt(turn_id, user_text, assistant_text), client=self.client,
-                            settings=self.settings, model=model, response_format={"type": "json_object"})
-            reply = response.choices[0].message.content or ""
-        except Exception as exc:  # the turn itself already succeeded; the profile just misses this one
-            warnings.warn(f"profile extraction skipped for turn {turn_id}: {type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0][:160]}", ProfileWarning, stacklevel=2)
-            return ProfileUpdate()
-        try:
-            items = parse_profile_reply(reply)
+            items = extract_with_model(turn_id, user_text, assistant_text, client=self.client,
+                                       settings=self.settings, model=self.model,
+                                       max_reply_chars=self.max_reply_chars)
         except ProfileFormatError as exc:
             reason = f"turn {turn_id}: {exc}"
             log.warning("profile reply rejected, nothing merged: %s", reason)
             self.rejected.append(reason)
             return ProfileUpdate(rejected=[reason])
+        except Exception as exc:  # the turn itself already succeeded; the profile just misses this one
+            warnings.warn(f"profile extraction skipped for turn {turn_id}: {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:160]}", ProfileWarning, stacklevel=2)
+            return ProfileUpdate()
         return self.merge(turn_id, items, user_text)
 
     def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
@@ -307,9 +227,7 @@ class ProfileMemory:
         return update
 
     def _write(self, statement: dict) -> Any:
-        label = statement["key"] if statement["topic"] in (statement["key"], "") else \
-            f"{statement['key']}/{statement['topic']}"
-        statement["label"] = label
+        label = statement["label"] = attribute_label(statement["key"], statement["topic"])
         if label not in self.store.attributes:  # open-ended: any label the user's words name is an attribute
             self.store.attributes[label] = AttributeSpec(label, description="stated by the user")
         return self.store.write(Candidate(self.user_id, "user", label, statement["value"],

@@ -186,6 +186,7 @@ class Summariser:
 
     def model_name(self) -> str:
         """The model the summariser asks."""
+        # imported here, not at the top: helpers.client loads the stand-in, which imports this module
         from helpers.client import get_settings
 
         return self.model or summary_model(self.settings or get_settings())
@@ -198,7 +199,7 @@ class Summariser:
         return summary_request(previous.text, lines, keep, self.max_words, missing, draft)
 
     def _ask(self, messages: list[dict]) -> str:
-        from helpers.client import chat
+        from helpers.client import chat  # not at the top, for the same reason as in model_name
 
         self.requests += 1
         try:

@@ -6,27 +6,13 @@ starts a new one; it works the same on SQLite (``helpers.sessions.store``) and P
 """
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterator
 
-from helpers.history import DroppedTurn
 from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                   SessionStore, SessionStoreError, StoredSession, check_ids,
                                   import_stored_vectors, restore)
-from helpers.session import ChatSession, TurnRecord
-
-
-def rewind(session: ChatSession, state: dict) -> None:
-    """Put ``session`` back to an earlier ``snapshot()`` in place (client, tools and usage ledger stay).
-
-    The same steps as ``ChatSession.from_snapshot``, applied to the live object.
-    """
-    session._set_history(copy.deepcopy(state["messages"]), list(state["turn_ids"]))
-    session._next_id = state["next_id"]
-    session.turns = [TurnRecord(**t) for t in state["turns"]]
-    session.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"])
-                       for d in state["dropped"]]
-    session.restore_memory_state(copy.deepcopy(state["memory"]))
+from helpers.session import ChatSession
+from helpers.sessions.snapshot import TurnRecord
 
 
 class PersistentSession:
@@ -90,9 +76,9 @@ class PersistentSession:
         stored = self.store.load_state(self.user_id, self.session_id)
         before = self.session.snapshot()
         try:
-            rewind(self.session, stored.state)
+            self.session.load_snapshot(stored.state)
         except (ValueError, KeyError, TypeError, AttributeError) as err:
-            rewind(self.session, before)
+            self.session.load_snapshot(before)
             raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left "
                                     "as it was - reopen it with PersistentSession.open") from None
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
@@ -131,7 +117,7 @@ class PersistentSession:
                 return
             except SessionStoreError as err:
                 failure = err
-        rewind(self.session, before)
+        self.session.load_snapshot(before)
         if isinstance(failure, SessionConflictError) and gone:
             cause = "another writer deleted it since this copy loaded it"
             todo = "open it again with PersistentSession.open to start it anew"

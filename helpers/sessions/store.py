@@ -48,7 +48,7 @@ import numpy as np
 from helpers.clock import now
 from helpers.errors import WorkshopError
 from helpers.history import split_turns
-from helpers.memory.recall import RecallWarning
+from helpers.memory.recall_index import RecallWarning
 from helpers.migrations import apply_migrations
 from helpers.session import ChatSession
 

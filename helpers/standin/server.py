@@ -26,7 +26,7 @@ import openai
 from helpers import clock, tokens
 from helpers.embeddings import local_embed
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_CHAT_MODEL, OFFLINE_EMBEDDING_MODEL
-from helpers.history import find_problems
+from helpers.validity import find_problems
 from helpers.standin.policy import decide
 
 CHAT_MODELS = (OFFLINE_CHAT_MODEL,)

@@ -1,0 +1,234 @@
+"""The recall index (lesson 09): past turns embedded for search by meaning, saved and restored.
+
+Every finished turn is offered to ``RecallIndex.add``, which keeps only evidence
+(``helpers.memory.recall``: the user's statements, and the final answer of a turn that used a
+tool). It is embedded with the same path as retrieval in notebook 02 --
+``helpers.embeddings.embed_texts`` through the client (NVIDIA NIM online; the offline
+stand-in's ``/v1/embeddings``, which runs the local MiniLM model) -- lazily, in one batch, the
+first time a search needs it. Each of the user's sentences is embedded on its own (and the final
+answer as one more piece); a turn scores as its best piece, so one fact in a long message is
+still found.
+
+``search(question, exclude=window_ids)`` returns the top-k past turns *not* in the window,
+scoring at least ``min_score``, ranked by ``rank`` and merged by ``merge_repeats``. A tool
+answer's piece scores ``ANSWER_PENALTY`` lower than a user statement, so long replies do not
+crowd statements out; a turn found by the user's own statement is quoted by that line alone,
+and the tools used and the answer are quoted only when the answer is what matched.
+
+Stored vectors can be kept beside the turns (``export_vectors`` / ``import_vectors``, with the
+embedding model's name) so a restored session does not embed its whole history again. If
+embedding fails, ``search`` returns nothing with a one-line ``RecallWarning``; the turns stay
+queued and are embedded on a later search. Raw turns are never discarded.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from helpers import embeddings  # the module: embeddings.embed_texts is looked up at each call
+from helpers.client import get_client, get_settings
+from helpers.errors import WorkshopWarning
+from helpers.memory.recall import (Recalled, clip, is_substantive, merge_repeats, quote_turn, rank,
+                                   statements, turn_parts)
+
+DEFAULT_K = 3
+DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
+ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user statement
+MERGE_POOL = 16  # repeats are looked for among the best k x this many turns
+EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, before embedding, not by the model
+MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
+
+
+class RecallWarning(WorkshopWarning):
+    """Recall could not run this time (for example the embedding request failed)."""
+
+
+class RecallIndex:
+    """Past turns, embedded for search by meaning; only substantive turns are embedded."""
+
+    def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
+                 k: int = DEFAULT_K, min_score: float = DEFAULT_MIN_SCORE, max_chars: int = 400):
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive whole number (got {k!r})")
+        self.client, self.settings, self.model = client, settings, model
+        self.k, self.min_score, self.max_chars = k, min_score, max_chars
+        self.quotes: dict[int, str] = {}  # turn id -> quoted text (what a search returns)
+        self.texts: dict[int, list[str]] = {}  # turn id -> the pieces that are embedded
+        self.answers: dict[int, int] = {}  # turn id -> how many of its last pieces are a tool answer
+        self.skipped: list[int] = []  # turns filtered out as small talk
+        self._ids: list[int] = []  # turn id of each row of _matrix
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
+        self._query: tuple[str, np.ndarray] | None = None  # the latest question and its vector
+        self._said_best: set[int] = set()  # in the latest search, turns whose best piece was a statement
+        self._other: dict[str, np.ndarray] = {}  # vectors of texts ranked by ``similarity`` (profile lines)
+        self.embed_requests = 0
+
+    def attach(self, client: Any = None, settings: Any = None) -> None:
+        """Use this client/settings unless others were given explicitly."""
+        self.client = self.client if self.client is not None else client
+        self.settings = self.settings if self.settings is not None else settings
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def pending(self) -> list[int]:
+        """Turn ids stored but not embedded yet."""
+        done = set(self._ids)
+        return [i for i in self.texts if i not in done]
+
+    def add(self, turn_id: int, messages: Sequence[dict]) -> bool:
+        """Remember one finished turn; returns False when it was small talk (not stored)."""
+        user, answer, tools = turn_parts(messages)
+        said = statements(user)
+        answers = [answer] if answer and tools else []  # an assistant's words without a tool: no evidence
+        if not is_substantive(user) or not (said or answers):
+            self.skipped.append(turn_id)
+            return False
+        self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars)
+        pieces = said[: MAX_PIECES - 1] + answers
+        self.texts[turn_id] = [clip(piece, EMBED_CHARS) for piece in pieces]
+        self.answers[turn_id] = len(answers)
+        return True
+
+    def discard(self, turn_id: int) -> None:
+        """Forget a turn (after an undo)."""
+        self.quotes.pop(turn_id, None)
+        self.texts.pop(turn_id, None)
+        self.answers.pop(turn_id, None)
+        rows = [r for r, i in enumerate(self._ids) if i == turn_id]
+        if rows:
+            self._ids = [i for i in self._ids if i != turn_id]
+            self._matrix = np.delete(self._matrix, rows, axis=0)
+            self._is_answer = np.delete(self._is_answer, rows)
+
+    def embedding_model(self) -> str:
+        """The name of the embedding model this index embeds with."""
+        return self.model or (self.settings or get_settings()).embedding_model
+
+    def export_vectors(self) -> tuple[str, dict[int, np.ndarray]]:
+        """(model name, turn id -> its pieces' vectors, float32 rows): to store beside the turns."""
+        rows: dict[int, list[int]] = {}
+        for row, turn_id in enumerate(self._ids):
+            rows.setdefault(turn_id, []).append(row)
+        return self.embedding_model(), {i: self._matrix[r].astype(np.float32) for i, r in rows.items()}
+
+    def import_vectors(self, model: str, vectors: Mapping[int, np.ndarray]) -> int:
+        """Use stored vectors instead of embedding again; only from the same model and for the same pieces.
+
+        Returns how many turns were taken; the others stay pending and are embedded at the next search.
+        """
+        if model != self.embedding_model():
+            return 0
+        done = set(self._ids)
+        taken = [(i, np.asarray(v, dtype=np.float32)) for i, v in vectors.items()
+                 if i in self.texts and i not in done and np.ndim(v) == 2 and len(v) == len(self.texts[i])]
+        if taken and self._ids and taken[0][1].shape[1] != self._matrix.shape[1]:
+            return 0
+        if not taken:
+            return 0
+        self._add_rows([i for i, _ in taken], np.vstack([m for _, m in taken]))
+        return len(taken)
+
+    def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
+        client = self.client if self.client is not None else get_client(quiet=True)
+        model = self.embedding_model()
+        self.embed_requests += 1
+        return embeddings.embed_texts(client, texts, model=model, input_type=input_type, progress=False)
+
+    def _add_rows(self, turn_ids: list[int], vectors: np.ndarray) -> None:
+        """Append the vectors of these turns' pieces (in order), marking which rows are tool answers."""
+        kinds = [n >= len(self.texts[i]) - self.answers.get(i, 0) for i in turn_ids
+                 for n in range(len(self.texts[i]))]
+        self._matrix = vectors if not self._ids else np.vstack([self._matrix, vectors])
+        self._ids += [i for i in turn_ids for _ in self.texts[i]]
+        self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
+
+    def _catch_up(self) -> None:
+        pending = self.pending
+        if pending:
+            vectors = self._embed([piece for i in pending for piece in self.texts[i]], "passage")
+            self._add_rows(pending, vectors)
+
+    def _query_vector(self, question: str) -> np.ndarray:
+        text = clip(" ".join(question.split()), EMBED_CHARS)
+        if self._query is None or self._query[0] != text:
+            self._query = (text, self._embed([text], "query")[0])
+        return self._query[1]
+
+    def similarity(self, question: str, texts: Sequence[str]) -> list[float] | None:
+        """Similarity of each text to ``question`` (texts embedded once and kept); None if embedding fails."""
+        if not texts or not is_substantive(question):
+            return None
+        try:
+            query = self._query_vector(question)
+            new = list(dict.fromkeys(t for t in texts if t not in self._other))
+            if new:
+                if len(self._other) > 4096:
+                    self._other.clear()
+                self._other.update(zip(new, self._embed([clip(t, EMBED_CHARS) for t in new], "passage")))
+        except embeddings.EmbeddingError:
+            return None
+        return [float(self._other[t] @ query) for t in texts]
+
+    def search(self, question: str, *, exclude: Sequence[int] = (), k: int | None = None) -> list[Recalled]:
+        """The ``k`` past turns most similar to ``question``, not in ``exclude``, best first."""
+        k = self.k if k is None else k
+        excluded = set(exclude)
+        if not is_substantive(question) or not any(i not in excluded for i in self.texts):
+            return []
+        try:
+            self._catch_up()
+            query = self._query_vector(question)
+        except embeddings.EmbeddingError as exc:
+            first_line = str(exc).splitlines()[0]
+            warnings.warn(f"recall skipped this turn: {first_line}", RecallWarning, stacklevel=2)
+            return []
+        similarity = self._matrix @ query - ANSWER_PENALTY * self._is_answer
+        turns, row_turn = np.unique(np.asarray(self._ids), return_inverse=True)  # each row's turn
+        best = np.full(len(turns), -np.inf)
+        np.maximum.at(best, row_turn, similarity)  # a turn scores as its best piece
+        said = np.full(len(turns), -np.inf)
+        np.maximum.at(said, row_turn, np.where(self._is_answer, -np.inf, similarity))  # its best statement
+        self._said_best = set(turns[said >= best].tolist())  # turns quoted by the user's words alone
+        similarity_of = dict(zip(turns.tolist(), best.tolist()))
+        ranked = [(turn_id, score) for turn_id, score in rank(similarity_of)
+                  if similarity_of[turn_id] >= self.min_score and turn_id not in excluded
+                  and turn_id in self.quotes]
+        return self._merged(ranked[:MERGE_POOL * k], k)
+
+    def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
+        """The top ``k`` after merging near-identical statements into their newest occurrence."""
+        score_of = dict(ranked)
+        out = []
+        for group in merge_repeats(ranked, {i: " ".join(self.texts[i]) for i in score_of}, k):
+            ids = sorted(group)
+            newest, score = ids[-1], max(score_of[i] for i in group)
+            text = self.quotes[newest]
+            if newest in self._said_best:  # the user's statement matched: the answer adds nothing
+                text = text.split("\n", 1)[0]
+            if len(ids) > 1:
+                turns = ", ".join(map(str, ids))
+                text = text.replace("\n", f" (said {len(ids)} times: turns {turns})\n", 1) if "\n" in text \
+                    else text + f" (said {len(ids)} times: turns {turns})"
+            out.append(Recalled(newest, round(score, 4), text, tuple(ids[:-1])))
+        return out
+
+    def state(self) -> dict:
+        """JSON-ready state (texts only: vectors are recomputed after a restore unless imported)."""
+        return {"quotes": {str(i): q for i, q in self.quotes.items()},
+                "texts": {str(i): t for i, t in self.texts.items()}, "skipped": list(self.skipped),
+                "answers": {str(i): n for i, n in self.answers.items() if n}}
+
+    def restore(self, state: dict | None) -> None:
+        """Counterpart of ``state``."""
+        state = state or {}
+        self.quotes = {int(i): q for i, q in state.get("quotes", {}).items()}
+        self.texts = {int(i): list(t) for i, t in state.get("texts", {}).items()}
+        self.skipped = [int(i) for i in state.get("skipped", [])]
+        self.answers = {int(i): int(n) for i, n in state.get("answers", {}).items()}
+        self._ids, self._matrix = [], np.zeros((0, 0), dtype=np.float32)
+        self._is_answer = np.zeros(0, dtype=bool)
