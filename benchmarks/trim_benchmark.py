@@ -17,9 +17,10 @@ parallel calls) and measures, in the same run, repeated over several runs:
 
 Every row uses the same budget and the same counts (approx_tokens, precomputed and
 looked up, no per-request overhead). Times are CPU time (time.process_time), steadier
-than wall time on a busy shared machine. In each run a per-call row is the best of 5
-batches of calls, a per-turn row the mean over its turns; the table shows the median run
-with the spread (min-max) over runs.
+than wall time on a busy shared machine; the garbage collector is paused while a row is
+timed (as timeit does), so no row pays for collecting the large histories. In each run a
+per-call row is the best of 5 batches of calls, a per-turn row the mean over its turns;
+the table shows the median run with the spread (min-max) over runs.
 Ratios are taken within each run. Every output is checked with find_problems. A second
 table trims before every model call under tight budgets, where the current turn may
 not fit. Needs langchain-core (pip install langchain-core).
@@ -28,6 +29,7 @@ Run: python benchmarks/trim_benchmark.py [--turns N] [--small N] [--budget B] [-
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import statistics
@@ -193,7 +195,12 @@ def main() -> None:
     ]
     for run in range(args.runs):
         for name, measure in paths:
-            rows.setdefault(name, []).append(measure())
+            gc.collect()
+            gc.disable()
+            try:
+                rows.setdefault(name, []).append(measure())
+            finally:
+                gc.enable()
     lc_long_times = rows[paths[0][0]]
     header = f"langchain {long_label} / this"
     print(f"{'path':54} {'us per call/turn: median (min-max)':>36} {header:>30}")
