@@ -16,20 +16,20 @@ The tree (module where each is defined, and what it means)::
     ├── HistoryError           (ValueError)    history: a message list a strict server would reject
     ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
     ├── ToolInputError         (ValueError)    tools: a tool's argument is invalid
-    ├── KnowledgeBaseError     (ValueError)    knowledge: the knowledge-base file is malformed
+    ├── KnowledgeBaseError     (ValueError)    knowledge_files: the knowledge-base file is malformed
     ├── VerdictError           (ValueError)    guardrails: a judge's reply is not a strict verdict
-    ├── ContextBudgetError     (ValueError)    memory.assembler: the budget cannot hold the fixed costs
-    ├── ProfileFormatError     (ValueError)    memory.profile: a profile reply cannot be parsed
+    ├── ContextBudgetError     (ValueError)    memory.budget: the budget cannot hold the fixed costs
+    ├── ProfileFormatError     (ValueError)    memory.profile_extraction: a profile reply is unreadable
     ├── ExtractionError        (ValueError)    facts.extract: an extraction reply cannot be parsed
     ├── EndpointError          (RuntimeError)  client: a request failed; the message says what to do
     │   └── ResponseFormatError                client: HTTP 200, but not a chat completion
     ├── EmbeddingError         (RuntimeError)  embeddings: the embedding model failed
     ├── SummaryError           (RuntimeError)  memory.summary: the summariser failed
-    ├── FactStoreError         (RuntimeError)  facts.store: the fact database failed (nothing was stored)
+    ├── FactStoreError         (RuntimeError)  facts.store: the fact database failed (nothing stored)
     ├── FactMemoryError        (RuntimeError)  facts.writer: a fact write or resolve was refused
-    │   ├── FactResolutionError                facts.writer: resolve() was given something it cannot apply
-    │   └── FactWriteError                     facts.extract: the background writer could not write
-    └── SessionStoreError      (RuntimeError)  sessions.store: the session store could not open, read or write
+    │   ├── FactResolutionError                facts.writer: resolve() was given what it cannot apply
+    │   └── FactWriteError                     facts.background: the background writer could not write
+    └── SessionStoreError      (RuntimeError)  sessions.store: the store could not open, read or write
         ├── SessionNotFoundError               no session under these ids
         ├── SessionConflictError               another writer saved this session since it was loaded
         ├── SessionSaveError                   a change was not saved and was rolled back in memory

@@ -7,6 +7,7 @@ import json
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletionMessage
 
 from helpers.config import load_settings
 from helpers.standin.server import _check_chat_request, _RequestError, _error_response
@@ -16,6 +17,14 @@ from helpers import tokens
 def tool_call(name, arguments, cid):
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def tool_call_message(**overrides) -> ChatCompletionMessage:
+    data = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "days_until_weekday",
+                                                          "arguments": '{"weekday": "Friday"}'}}]}
+    data.update(overrides)
+    return ChatCompletionMessage(**data)
 
 
 class ScriptedServer:

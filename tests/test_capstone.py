@@ -4,7 +4,7 @@ each kind gets a hint)."""
 import pytest
 from exercise_support import run
 
-from helpers.exercises import nb12
+from helpers.exercises import nb12, nb12_replay
 from helpers.memory.budget import DEFAULT_SHARES, Shares
 
 OTHER_DAYS = ("2026-12-02T15:00:00-08:00",   # a Wednesday afternoon in Los Angeles
@@ -19,19 +19,19 @@ DAYS_PER_EXERCISE = [("exercise_1", OTHER_DAYS[0])] + [(key, now) for key in ("e
 @pytest.mark.parametrize("key,now", DAYS_PER_EXERCISE)
 def test_checks_do_not_depend_on_the_day(key, now, monkeypatch):
     monkeypatch.setenv("WORKSHOP_NOW", now)
-    nb12.recorded_questions.cache_clear()  # record exercise 1's conversation again, on this day
+    nb12_replay.recorded_questions.cache_clear()  # record exercise 1's conversation again, on this day
     exercise = getattr(nb12, key)
     try:
         assert not run(exercise, exercise.stub)[0]
         passed, said = run(exercise, exercise.solution_code)
         assert passed, said
     finally:
-        nb12.recorded_questions.cache_clear()
+        nb12_replay.recorded_questions.cache_clear()
 
 
 def test_the_tight_budget_loses_evidence_with_the_default_shares():
-    at_budget = nb12.replay_shares(DEFAULT_SHARES, nb12.BUDGET)
-    tight = nb12.replay_shares(DEFAULT_SHARES, nb12.TIGHT_BUDGET)
+    at_budget = nb12_replay.replay_shares(DEFAULT_SHARES, nb12_replay.BUDGET)
+    tight = nb12_replay.replay_shares(DEFAULT_SHARES, nb12_replay.TIGHT_BUDGET)
     assert at_budget.questions >= 8 and at_budget.hits == at_budget.questions
     assert tight.hits < at_budget.hits / 2
 

@@ -7,90 +7,19 @@ in profile lines, but what is checked is where the values are, not when they wer
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import lru_cache
 
-from helpers.client import make_client
-from helpers.config import load_settings
 from helpers.exercises import Exercise, Hint
+from helpers.exercises.nb12_replay import BUDGET, TIGHT_BUDGET, context_lines, offline, replay_shares
 from helpers.facts.writer import FactMemory
-from helpers.memory.assembler import MemoryAssembler, assemble_context
+from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError, Shares
-from helpers.memory.convgen import generate
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.profile_extraction import extract_with_rules
 from helpers.memory.recall import is_question
 from helpers.memory.recall_index import RecallIndex
-from helpers.session import ChatSession
-
-BUDGET, TIGHT_BUDGET, WINDOW = 1500, 950, 6
-EXERCISE_SEED = 120  # exercise 1's own conversation: neither the notebook's seed nor the benchmark's
-
-
-def _offline():
-    """Settings and a client for the stand-in, so a check never depends on the learner's backend."""
-    settings = load_settings("offline")
-    return settings, make_client(settings)
-
-
-def context_lines(messages: list[dict]) -> list[str]:
-    """Every line of a request's text: contents and tool calls' arguments (a content may be None)."""
-    lines: list[str] = []
-    for message in messages:
-        lines += str(message.get("content") or "").splitlines()
-        lines += [c["function"]["arguments"] for c in message.get("tool_calls") or []]
-    return lines
 
 
 # ---------------------------------------------------------------- exercise 1: shares for a tighter budget
-
-@dataclass
-class Replayed:
-    """Exercise 1's result for one budget and one set of shares."""
-
-    hits: int
-    questions: int
-    stale: int  # questions whose context names an old value on a line that does not say "superseded"
-    mean_tokens: float
-    missed: list[str]
-
-
-@lru_cache(maxsize=1)
-def recorded_questions(seed: int = EXERCISE_SEED, turns: int = 48, facts: int = 8) -> tuple:
-    """(probe, what its first request was built from) for each question about the user in a real session."""
-    settings, client = _offline()
-    memory = MemoryAssembler()
-    session = ChatSession(memory=memory, max_turns=WINDOW, max_tokens=BUDGET, client=client,
-                          settings=settings)
-    conversation = generate(seed, turns, facts)
-    probes = {p.turn: p for p in conversation.probes}
-    found = []
-    for t, turn in enumerate(conversation.turns):
-        session.chat(turn.user)
-        if t in probes:
-            found.append((probes[t], dict(memory.last_inputs)))
-    return tuple(found)
-
-
-def replay_shares(shares: Shares, budget: int) -> Replayed:
-    """Assemble each recorded question's request again under ``budget`` and ``shares``; count evidence."""
-    hits, stale, used, missed = 0, 0, [], []
-    recorded = recorded_questions()
-    for probe, inputs in recorded:
-        assembly = assemble_context(
-            inputs["system_prompt"], inputs["window"], inputs["question"], budget=budget,
-            fixed=inputs["fixed"], shares=shares, profile_lines=inputs["profile_lines"],
-            summary=inputs["summary"], recalled=inputs["recalled"])
-        lines = [line.lower() for line in context_lines(assembly.messages)]
-        found = any(probe.current.lower() in line for line in lines)
-        hits += found
-        stale += any(old.lower() in line and "superseded" not in line
-                     for old in probe.stale for line in lines)
-        used.append(assembly.report.total)
-        if not found:
-            missed.append(f"{probe.question!r} (turn {probe.turn})")
-    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed)
-
 
 def _check_shares(my_shares) -> str:
     if not isinstance(my_shares, Shares):
@@ -194,7 +123,7 @@ def _end_to_end(my_extractor, key: str) -> str:
     """Statement -> fact -> correction -> the profile line in an assembled request."""
     facts = FactMemory.open(":memory:")
     try:
-        settings, client = _offline()
+        settings, client = offline()
         profile = _ProfileWith(my_extractor, facts=facts, user_id="ada", client=client, settings=settings)
         memory = MemoryAssembler(summariser=False, recall=False, profile=profile, client=client,
                                  settings=settings)
@@ -276,7 +205,7 @@ CRAFTED = (
 
 def _real_requests() -> tuple[list[dict], list[dict]]:
     """One assembled request after a correction, with its superseded notes and (as before them) without."""
-    settings, client = _offline()
+    settings, client = offline()
     facts = FactMemory.open(":memory:")
     try:
         memory = MemoryAssembler(summariser=False, profile=ProfileMemory(facts=facts, user_id="ada"),

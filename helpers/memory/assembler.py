@@ -55,7 +55,8 @@ from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Coun
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import Recalled, turn_parts
 from helpers.memory.recall_index import RecallIndex
-from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning, format_turn_ids
+from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
+from helpers.memory.summary_format import format_turn_ids
 from helpers.validity import find_problems
 
 DEFAULT_WINDOW_TURNS = 6

@@ -23,7 +23,8 @@ from typing import Callable, Sequence
 from helpers.errors import EmptyMessageError, WorkshopError
 from helpers.memory.profile import PROFILE_HEADER
 from helpers.memory.recall import RECALL_HEADER, Recalled
-from helpers.memory.summary import RollingSummary, format_turn_ids, trim_summary_lines
+from helpers.memory.summary import RollingSummary, trim_summary_lines
+from helpers.memory.summary_format import format_turn_ids
 
 Count = Callable[[dict], int]  # the tokens one message costs
 

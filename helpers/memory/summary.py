@@ -26,13 +26,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from helpers.client import chat, get_settings
 from helpers.errors import WorkshopError, WorkshopWarning
+from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids
 from helpers.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 SUMMARY_HEADER = "Summary of earlier turns"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
-PINNED_PREFIX = "Pinned"
 SUMMARISER_PROMPT = (
     "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
     "reply with the new summary only, in at most the WORD LIMIT. Keep what the user said about themselves "
@@ -80,21 +81,6 @@ def summary_model(settings: Any) -> str:
     if getattr(settings, "backend", None) == "offline" and not chosen.startswith("offline"):
         return settings.chat_model  # like WORKSHOP_CHAT_MODEL: the stand-in serves only its own model
     return chosen
-
-
-def format_turn_ids(ids: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"turns 0-2, 5"`` (``"turn 3"`` for one id)."""
-    ids = sorted(set(ids))
-    if not ids:
-        return "no turns"
-    runs: list[list[int]] = []
-    for i in ids:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    parts = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
-    return ("turns " if len(ids) > 1 else "turn ") + ", ".join(parts)
 
 
 def _flat(text: Any, limit: int) -> str:
@@ -186,9 +172,6 @@ class Summariser:
 
     def model_name(self) -> str:
         """The model the summariser asks."""
-        # imported here, not at the top: helpers.client loads the stand-in, which imports this module
-        from helpers.client import get_settings
-
         return self.model or summary_model(self.settings or get_settings())
 
     def prompt(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
@@ -199,8 +182,6 @@ class Summariser:
         return summary_request(previous.text, lines, keep, self.max_words, missing, draft)
 
     def _ask(self, messages: list[dict]) -> str:
-        from helpers.client import chat  # not at the top, for the same reason as in model_name
-
         self.requests += 1
         try:
             response = chat(messages, client=self.client, settings=self.settings, model=self.model_name())

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 
 from helpers.clock import WEEKDAYS
-from helpers.memory.summary import PINNED_PREFIX, format_turn_ids  # the summariser's own format
+from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids  # the summariser's own format
 from helpers.tokens import content_text
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -1,0 +1,84 @@
+"""What notebook 12's first exercise replays: a recorded conversation, assembled again under other shares.
+
+``recorded_questions`` runs one generated conversation through the real session once and keeps, for
+each question about the user, what its first request was built from; ``replay_shares`` assembles
+those requests again under a budget and shares of the learner's choosing and counts what evidence
+made it in. Everything runs on the offline stand-in, whatever backend the notebook uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from helpers.client import make_client
+from helpers.config import load_settings
+from helpers.memory.assembler import MemoryAssembler, assemble_context
+from helpers.memory.budget import Shares
+from helpers.memory.convgen import generate
+from helpers.session import ChatSession
+
+BUDGET, TIGHT_BUDGET, WINDOW = 1500, 950, 6
+EXERCISE_SEED = 120  # exercise 1's own conversation: neither the notebook's seed nor the benchmark's
+
+
+def offline():
+    """Settings and a client for the stand-in, so a check never depends on the learner's backend."""
+    settings = load_settings("offline")
+    return settings, make_client(settings)
+
+
+def context_lines(messages: list[dict]) -> list[str]:
+    """Every line of a request's text: contents and tool calls' arguments (a content may be None)."""
+    lines: list[str] = []
+    for message in messages:
+        lines += str(message.get("content") or "").splitlines()
+        lines += [c["function"]["arguments"] for c in message.get("tool_calls") or []]
+    return lines
+
+
+@dataclass
+class Replayed:
+    """Exercise 1's result for one budget and one set of shares."""
+
+    hits: int
+    questions: int
+    stale: int  # questions whose context names an old value on a line that does not say "superseded"
+    mean_tokens: float
+    missed: list[str]
+
+
+@lru_cache(maxsize=1)
+def recorded_questions(seed: int = EXERCISE_SEED, turns: int = 48, facts: int = 8) -> tuple:
+    """(probe, what its first request was built from) for each question about the user in a real session."""
+    settings, client = offline()
+    memory = MemoryAssembler()
+    session = ChatSession(memory=memory, max_turns=WINDOW, max_tokens=BUDGET, client=client,
+                          settings=settings)
+    conversation = generate(seed, turns, facts)
+    probes = {p.turn: p for p in conversation.probes}
+    found = []
+    for t, turn in enumerate(conversation.turns):
+        session.chat(turn.user)
+        if t in probes:
+            found.append((probes[t], dict(memory.last_inputs)))
+    return tuple(found)
+
+
+def replay_shares(shares: Shares, budget: int) -> Replayed:
+    """Assemble each recorded question's request again under ``budget`` and ``shares``; count evidence."""
+    hits, stale, used, missed = 0, 0, [], []
+    recorded = recorded_questions()
+    for probe, inputs in recorded:
+        assembly = assemble_context(
+            inputs["system_prompt"], inputs["window"], inputs["question"], budget=budget,
+            fixed=inputs["fixed"], shares=shares, profile_lines=inputs["profile_lines"],
+            summary=inputs["summary"], recalled=inputs["recalled"])
+        lines = [line.lower() for line in context_lines(assembly.messages)]
+        found = any(probe.current.lower() in line for line in lines)
+        hits += found
+        stale += any(old.lower() in line and "superseded" not in line
+                     for old in probe.stale for line in lines)
+        used.append(assembly.report.total)
+        if not found:
+            missed.append(f"{probe.question!r} (turn {probe.turn})")
+    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed)
