@@ -622,6 +622,12 @@ def test_a_closed_store_refuses_before_anything_changes(any_store):
         any_store.list_sessions("ada")
 
 
+def test_a_with_block_closes_the_store(any_store):
+    with any_store as opened:
+        assert opened is any_store and not any_store.closed
+    assert any_store.closed
+
+
 def test_a_read_only_database_is_explained_and_rolled_back(store, db):
     session = PersistentSession.open(store, "ada", "s1")
     session.chat(CLUB)

@@ -155,9 +155,3 @@ class PostgresSessionStore(SessionStoreBase):
     def close(self) -> None:
         """Close every connection this store opened."""
         self._conns.close()
-
-    def __enter__(self) -> "PostgresSessionStore":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -430,7 +430,16 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
 # ---------------------------------------------------------------- shared behaviour
 
 class SessionStoreBase:
-    """``load`` and ``fork`` on top of a backend's ``load_state`` and ``_write``."""
+    """``load`` and ``fork`` on top of a backend's ``load_state`` and ``_write``; ``with store:`` closes it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -774,12 +783,6 @@ class SQLiteSessionStore(SessionStoreBase):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> "SQLiteSessionStore":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
