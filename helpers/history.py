@@ -44,7 +44,7 @@ class HistoryError(WorkshopError, ValueError):
         """The error for a list that find_problems rejects."""
         shown = "; ".join(problems[:5]) + (f"; ... ({len(problems) - 5} more)" if len(problems) > 5 else "")
         return cls(f"the message list is invalid, so it was not trimmed: {shown}. Fix these messages "
-                   "(helpers.history.find_problems lists them all) and try again.", problems)
+                   "(helpers.validity.find_problems lists them all) and try again.", problems)
 
 
 def _role(message: Any) -> Any:

@@ -218,7 +218,7 @@ def _check_message_fields(messages: list) -> None:
 
 
 def _check_message_shapes(messages: list) -> None:
-    """Per-message fields the API checks beyond the conversation's order (helpers.history.find_problems)."""
+    """Per-message fields the API checks beyond the conversation's order (helpers.validity.find_problems)."""
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict) or message.get("role") not in _MESSAGE_KEYS:
