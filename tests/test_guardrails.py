@@ -1,5 +1,3 @@
-import json
-
 import httpx2
 import openai
 import pytest
@@ -9,6 +7,8 @@ from helpers.config import load_settings
 from helpers.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
                                 parse_grounding_verdict, parse_scope_verdict)
 from helpers.standin.server import make_offline_client
+
+from scripted import ScriptedServer
 
 PASSAGES = "[club-ai] AI Club: The AI Club meets every Thursday at 18:00 in Halvorsen Hall 204."
 
@@ -77,20 +77,11 @@ def _failing_client(status):
 
 
 def test_the_judge_gets_its_rules_as_system_message_at_temperature_zero(offline):
-    sent = []
-
-    def handler(request):
-        sent.append(json.loads(request.content))
-        return httpx2.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": '{"verdict": "supported"}'}}]})
-
-    client = openai.OpenAI(api_key="x", base_url="http://test/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    verdict = check_grounding("Thursdays [club-ai].", PASSAGES, client=client, settings=offline["settings"])
+    server = ScriptedServer([{"content": '{"verdict": "supported"}'}])
+    verdict = check_grounding("Thursdays [club-ai].", PASSAGES, client=server.client(),
+                              settings=offline["settings"])
     assert verdict.supported
-    request = sent[0]
+    request = server.requests[0]
     assert request["temperature"] == 0.0
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert request["messages"][0]["content"] == guardrails.GROUNDING_PROMPT

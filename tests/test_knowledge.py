@@ -12,6 +12,8 @@ from helpers.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit, Kn
 from helpers.knowledge_eval import evaluate, load_eval_questions
 from helpers.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
 
+from scripted import ScriptedServer
+
 SMALL = [
     Entry("club-ai", "AI Club", "The AI Club meets every Thursday at 18:00 in Halvorsen Hall.", ("club",),
           "Thursday", "18:00", "Halvorsen Hall"),
@@ -289,19 +291,10 @@ def test_search_is_cosine_top_k_on_the_passage_matrix(campus_kb):
 
 
 def test_answer_with_context_sends_the_prompt_and_the_passages():
-    sent = []
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        sent.append(json.loads(request.content))
-        return httpx2.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "Thursdays [club-ai]."}}]})
-
-    client = openai.OpenAI(api_key="test", base_url="http://test/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    server = ScriptedServer([{"content": "Thursdays [club-ai]."}])
+    client = server.client()
     hit = Hit("club-ai", "AI Club", "Meets Thursdays.", 0.9)
     assert answer_with_context("When?", [hit], client=client) == "Thursdays [club-ai]."
-    system, user = sent[0]["messages"]
+    system, user = server.requests[0]["messages"]
     assert system["content"] == CONTEXT_PROMPT + "[club-ai] AI Club: Meets Thursdays."
     assert user == {"role": "user", "content": "When?"}
