@@ -153,8 +153,7 @@ class LlamaServer:
             request.add_header("Authorization", f"Bearer {self.api_key}")
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ServerError(f"llama_cpp.server exited with code {self.process.returncode} before it was "
-                                  f"ready; last log lines:\n{self.log_tail()}")
+                raise ServerError(f"{self.exit_reason()} before it was ready; last log lines:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(request, timeout=2) as response:
                     if response.status == 200:
@@ -164,6 +163,21 @@ class LlamaServer:
             time.sleep(0.25)
         raise ServerError(f"llama_cpp.server did not answer {self.base_url}/models within {timeout:.0f} s; "
                           f"last log lines:\n{self.log_tail()}")
+
+    def exit_reason(self) -> str | None:
+        """Why the server process is gone ("the llama.cpp build crashed (signal 11)"), or None while it runs."""
+        code = None if self.process is None else self.process.poll()
+        if code is None:
+            return None
+        if code < 0:
+            return f"the llama.cpp build crashed (signal {-code})"
+        return f"llama_cpp.server exited with code {code}"
+
+    def check_alive(self) -> None:
+        """Raise ServerError naming the crash and the log tail when the server process has ended."""
+        reason = self.exit_reason()
+        if reason is not None:
+            raise ServerError(f"{reason}; last log lines:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
         """The last lines the server printed (for error messages)."""

@@ -53,6 +53,24 @@ def server():
         yield running
 
 
+@pytest.fixture(autouse=True)
+def server_still_running(request):
+    """Once the server process has died, every test says why (signal, log tail) instead of a connection error."""
+    if "server" not in request.fixturenames:
+        yield
+        return
+    running = request.getfixturevalue("server")
+    try:
+        running.check_alive()
+    except llama_server.ServerError as err:
+        pytest.fail(str(err), pytrace=False)
+    yield
+    try:
+        running.check_alive()
+    except llama_server.ServerError as err:
+        pytest.fail(f"{err}", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def client(server) -> openai.OpenAI:
     """The real openai client; no retries, so a rejected request shows its first answer."""
