@@ -52,7 +52,7 @@ wheels=("$WHEEL_DIR"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl)
 shopt -u nullglob
 if [ ${#wheels[@]} -eq 0 ]; then
     echo "setup_llama: no cached wheel in $WHEEL_DIR; building llama-cpp-python $LLAMA_CPP_VERSION" \
-         "with '$BUILD_FLAGS' (about 7 minutes on 2 cores; later runs reuse the wheel)"
+         "with '$BUILD_FLAGS' (about 4 minutes on 2 cores; later runs reuse the wheel)"
     start=$(date +%s)
     CMAKE_ARGS="$BUILD_FLAGS" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
