@@ -22,6 +22,12 @@ Tables (migration 1):
 ``facts.superseded_by`` and ``audit.fact_id`` are plain integers, not foreign keys: SQLite
 checks a parent insert against every child column, and without an extra index on each that
 check scans the table (it made inserts 6x slower); the writer is the only thing that sets them.
+
+``SQLiteFactStore`` writes only to a file that is ours (``check_schema``): a new or empty one, one
+with the fact store's ``schema_migrations``, or one holding only the session store's tables
+(``helpers.sessions.store``; notebook 12 keeps sessions and facts in one file). A file that is not
+SQLite, holds someone else's tables, or has a newer fact schema is refused with a ``FactStoreError``
+naming it, and left untouched - it is inspected before anything, even WAL mode, is set.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ import threading
 import json
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import ContextManager, Iterator, Protocol, Sequence
 
 from helpers.errors import WorkshopError
@@ -204,6 +211,57 @@ MIGRATIONS: tuple[Migration, ...] = (
     )),
 )
 
+SCHEMA_TABLE = "schema_migrations"  # which MIGRATIONS a file has had: (version, name, applied_at)
+_SCHEMA_COLUMNS = ["version", "name", "applied_at"]
+# The session store's tables (helpers.sessions.store), recognised by its own schema table: a file holding
+# only these is the workshop's, and may also hold facts (notebook 12 keeps both in one file).
+SESSION_SCHEMA_TABLE = "session_schema"
+SESSION_STORE_TABLES = frozenset({SESSION_SCHEMA_TABLE, "sessions", "session_turns", "recall_vectors"})
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Raise FactStoreError unless the database on ``conn`` is ours to migrate and write; reads only.
+
+    Ours: no tables yet; a ``schema_migrations`` table laid out like ours that records only our
+    migrations (by version and name) - refused if it records a newer version than this code knows;
+    or only the session store's tables, with its ``session_schema`` table.
+    """
+    names = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+
+    def foreign(what: str) -> FactStoreError:
+        return FactStoreError(f"{path} is a SQLite database of something else ({what}); it was left untouched "
+                              "- pass another path (facts share a file only with the workshop's session store)")
+
+    if SCHEMA_TABLE in names:
+        columns = [row[0] for row in conn.execute("SELECT name FROM pragma_table_info(?)", (SCHEMA_TABLE,))]
+        if columns != _SCHEMA_COLUMNS:
+            raise foreign(f"its {SCHEMA_TABLE} table has columns {', '.join(columns)}, not the fact store's")
+        recorded = dict(conn.execute(f"SELECT version, name FROM {SCHEMA_TABLE} ORDER BY version").fetchall())
+        ours = {version: name for version, name, _ in MIGRATIONS}
+        latest = MIGRATIONS[-1][0]
+        strangers = [(v, n) for v, n in recorded.items()
+                     if not isinstance(v, int) or (v <= latest and ours.get(v) != n)]
+        if strangers:
+            raise foreign(f"its {SCHEMA_TABLE} table records migrations the fact store never made, such as "
+                          f"{strangers[0][0]!r} {strangers[0][1]!r}")
+        newest = max(recorded, default=0)
+        if newest > latest:
+            raise FactStoreError(f"{path} was written by a newer version of the workshop (fact schema {newest}; "
+                                 f"this code knows up to {latest}); it was left untouched - upgrade the helpers "
+                                 "package (pip install -U ...) or pass another path")
+        if recorded:
+            return
+        names.discard(SCHEMA_TABLE)  # laid out like ours but empty: ours only if nothing else is there
+    if SESSION_SCHEMA_TABLE in names:
+        names -= SESSION_STORE_TABLES
+    if names:
+        shown = sorted(names)
+        raise foreign(f"tables: {', '.join(shown[:5])}{', ...' if len(shown) > 5 else ''}; "
+                      f"no {SCHEMA_TABLE} table of the fact store")
+
+
 _FACT_COLUMNS = ("f.id, f.user_id, f.subject, f.attribute, f.slot, f.value, f.value_key, f.status, "
                  "f.created_at, f.updated_at, f.superseded_by, p.source_id, p.source_kind, "
                  "p.source_version, p.evidence, p.recorded_at, p.withdrawn_at")
@@ -349,6 +407,10 @@ class SQLiteFactStore:
     ``path`` may be ``":memory:"`` (one shared connection, for quick experiments) or a file
     path; each thread gets its own connection, kept until ``close()``. A committed write
     survives a killed process; only a power cut can lose the last few commits.
+
+    Opening refuses (``FactStoreError``, file untouched) a file that is not SQLite, holds someone
+    else's tables, or has a newer fact schema (``check_schema``); the session store's tables may
+    share the file.
     """
 
     def __init__(self, path: str, *, timeout: float = 30.0):
@@ -361,8 +423,43 @@ class SQLiteFactStore:
         self._shared: sqlite3.Connection | None = None
         self._guard = threading.RLock() if self._memory else None
         self._closed = False
-        with self.transaction() as _:
-            apply_migrations(self._conn(), "schema_migrations", MIGRATIONS)
+        try:
+            if not self._memory:
+                self._look_before_writing()
+            with self.transaction() as _:
+                conn = self._conn()
+                check_schema(conn, self.path)  # again under the write lock: another process may have changed it
+                apply_migrations(conn, SCHEMA_TABLE, MIGRATIONS)
+        except BaseException:
+            self.close()
+            raise
+
+    def _look_before_writing(self) -> None:
+        """Refuse a file that is not ours before any connection changes it (WAL mode rewrites the header)."""
+        path = Path(self.path)
+        try:
+            if not path.is_file() or path.stat().st_size == 0:
+                return  # nothing to protect yet (a bad folder is reported when connecting)
+            with open(path, "rb") as handle:
+                head = handle.read(len(_SQLITE_HEADER))
+        except OSError as err:
+            raise FactStoreError(f"{self.path} cannot be read ({err.strerror or err}); check the permissions of "
+                                 "the file and its folder, or pass another path") from None
+        if head != _SQLITE_HEADER:
+            raise FactStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); it "
+                                 "was left untouched - pass another path, or move that file away")
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as err:
+            raise FactStoreError(f"could not open the fact database {self.path}: {err}; check the path and "
+                                 "its permissions") from None
+        try:
+            check_schema(conn, self.path)
+        except sqlite3.Error as err:
+            raise FactStoreError(f"{self.path} could not be read as a fact database ({err}); it was left "
+                                 "untouched - check the file, or pass another path") from None
+        finally:
+            conn.close()
 
     def _connect(self) -> sqlite3.Connection:
         """A connection set up so threads and processes can share the file (each setting says why)."""
@@ -400,7 +497,7 @@ class SQLiteFactStore:
 
     def schema_version(self) -> int:
         """The highest migration applied to this database."""
-        row = self._read("SELECT MAX(version) FROM schema_migrations", ())
+        row = self._read(f"SELECT MAX(version) FROM {SCHEMA_TABLE}", ())
         return int(row[0][0] or 0)
 
     @contextmanager
