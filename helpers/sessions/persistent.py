@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                   SessionStore, SessionStoreError, StoredSession, check_ids,
-                                  import_stored_vectors, restore)
+                                  has_lone_surrogates, import_stored_vectors, restore, storable_text)
 from helpers.session import ChatSession
 from helpers.sessions.snapshot import TurnRecord
 
@@ -26,16 +26,30 @@ class PersistentSession:
     * saves carry the revision this copy was loaded at. If another writer saved the session since,
       the stored copy is re-read: if it still holds what this copy started from (the other save
       changed nothing), the save is retried once; otherwise the change is rolled back rather than
-      overwrite the other writer's turns (``reload()`` continues from them).
+      overwrite the other writer's turns (``reload()`` continues from them);
+    * a turn's facts commit with the turn, or not at all. The memory holds the facts a turn states
+      (``defer_writes``: the profile's statements for the fact store) and writes them in one
+      fact-store transaction only once the save has committed; a refused change drops them with
+      the rest of the rollback. If that write fails, the change is saved back out of the store (the
+      session returns to ``before``) and ``SessionSaveError`` is raised, so neither is kept.
+
+    The two stores commit one after the other, not together: a crash between the session's save
+    and the fact write leaves the turn saved and its facts unwritten. They are not lost - the
+    saved snapshot carries the turn's statements, and the next ``open``/``reload`` of the session
+    (or this copy's next saved change) writes them - but until then the fact store lags the turn.
+    It never holds a fact from a turn that was not saved.
     """
 
     def __init__(self, store: SessionStore, user_id: str, session_id: str, session: ChatSession | None = None,
                  *, revision: int = 0, session_kwargs: dict | None = None):
-        check_ids(user_id, session_id)
-        self.store, self.user_id, self.session_id = store, user_id, session_id
+        self.store = store
+        self.user_id, self.session_id = check_ids(user_id, session_id)  # the ids as every store keys them
         self.session_kwargs = dict(session_kwargs or {})
         self.session = session if session is not None else ChatSession(**self.session_kwargs)
         self.revision = revision
+        defer = getattr(getattr(self.session, "memory", None), "defer_writes", None)
+        if defer is not None:  # a turn's facts are written once the turn is saved (see _commit)
+            defer()
 
     @classmethod
     def open(cls, store: SessionStore, user_id: str, session_id: str, *,
@@ -99,6 +113,41 @@ class PersistentSession:
             return None, False
 
     def _commit(self, before: dict, what: str) -> None:
+        """Save the change made since ``before``, then write the facts it stated (all or nothing)."""
+        self._save_change(before, what)
+        self._write_facts(before, what)
+
+    def _write_facts(self, before: dict, what: str) -> None:
+        """Write the facts the memory held for the saved change; if that fails, save ``before`` back.
+
+        Success: the change and its facts are both kept. Failure: the change is taken back out of
+        the store and this copy returns to ``before`` (SessionSaveError), so neither is kept. Should
+        that save fail too, this copy keeps the change, as the store does, and its held facts are
+        written with the next saved change or the next open/reload (SessionStoreError says so).
+        """
+        write = getattr(getattr(self.session, "memory", None), "write_deferred", None)
+        if write is None:
+            return
+        try:
+            write()
+            return
+        except Exception as err:  # any failure of the fact store: the change must not stay without them
+            failure = err
+        try:
+            self.revision = self.store.save(self.user_id, self.session_id, before,
+                                            expected_revision=self.revision)
+        except SessionStoreError as err:
+            raise SessionStoreError(
+                f"{what.capitalize()} was saved to {self.name}, but its facts could not be written "
+                f"({failure}) and it could not be taken back out of the store ({err}); this copy keeps "
+                "it as the store does, and its facts are written with the next saved change (or when "
+                "the session is opened or reloaded)") from failure
+        self.session.load_snapshot(before)  # drops the held facts; writes nothing to the fact store
+        raise SessionSaveError(f"Not saved: {what} was rolled back because its facts could not be written "
+                               f"({failure}); {self.name} is back to its last saved state - fix that, then "
+                               "try again") from failure
+
+    def _save_change(self, before: dict, what: str) -> None:
         """Save the change made since ``before``; if that fails, roll it back and raise SessionSaveError."""
         try:
             self.save()
@@ -135,7 +184,17 @@ class PersistentSession:
         before = self.session.snapshot()
         answer = self.session.chat(text)
         self._commit(before, "the turn")
-        return answer
+        return self._as_stored(answer)
+
+    def _as_stored(self, answer: str) -> str:
+        """The saved turn's answer as stored; memory continues from the stored copy if the turn held lone surrogates.
+
+        A lone surrogate (a server's broken escape) cannot be stored or sent in a later request; the
+        store keeps it as U+FFFD (``storable_text``), and reloading makes this copy hold the same.
+        """
+        if has_lone_surrogates(self.session.snapshot()):
+            self.reload()
+        return storable_text(answer) if isinstance(answer, str) else answer
 
     def stream(self, text: str) -> Iterator[str]:
         """Yield the answer in pieces (needs ``ChatSession.stream``); saved once the turn completes."""
@@ -146,7 +205,7 @@ class PersistentSession:
         before = self.session.snapshot()
         answer = yield from stream(text)
         self._commit(before, "the turn")
-        return answer
+        return self._as_stored(answer)
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest turn and save; returns what it was (None when there was nothing)."""

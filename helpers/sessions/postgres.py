@@ -6,8 +6,16 @@ rows and the recall vectors not stored yet (float32 bytes in a BYTEA) in one tra
 them in one REPEATABLE READ snapshot. The table definitions repeat the SQLite ones in
 ``helpers.sessions.store`` with PostgreSQL's types and ``COLLATE "C"`` (so both backends sort alike):
 the dialects differ, so each keeps its own.
+
+PostgreSQL text cannot hold NUL, which SQLite stores. The turn JSON escapes it (``\\u0000``); the two
+plain-text columns that may hold it, ``sessions.title`` and ``session_turns.question``, are written
+through ``to_pg_text`` and read back through ``from_pg_text``, a reversible escape, so both backends
+return the same text. User and session ids never hold NUL (``helpers.ids`` refuses it).
 """
 from __future__ import annotations
+
+import dataclasses
+import re
 
 import psycopg
 
@@ -15,7 +23,7 @@ from helpers.clock import now
 from helpers.postgres import Connections, lock_id, migrate, schema_version
 from helpers.sessions.store import (
     SCHEMA_TABLE, VECTOR_COLUMNS, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError,
-    StoredSession, check_ids, decode_state, redact_dsn,
+    StoredSession, check_ids, check_user_id, decode_state, redact_dsn,
 )
 
 SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
@@ -64,6 +72,41 @@ SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 OWNED_TABLES = ("sessions", "session_turns", "recall_vectors")
 _INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
                  "forked_at")
+_TITLE = _INFO_COLUMNS.split(", ").index("title")
+
+# The escape for NUL in text columns: a Unicode noncharacter, itself escaped by doubling, so the
+# mapping is reversible. Text without NUL or this character (all rows written before) is stored as it is.
+PG_ESCAPE = "\ufdd0"
+_PG_ESCAPED = re.compile("\ufdd0(.)", re.DOTALL)
+
+
+def to_pg_text(text: str) -> str:
+    """``text`` as a PostgreSQL text column can hold it: NUL -> U+FDD0 '0', U+FDD0 -> U+FDD0 U+FDD0."""
+    if "\x00" not in text and PG_ESCAPE not in text:
+        return text
+    return text.replace(PG_ESCAPE, PG_ESCAPE * 2).replace("\x00", PG_ESCAPE + "0")
+
+
+def from_pg_text(text: str) -> str:
+    """The inverse of ``to_pg_text`` (a U+FDD0 not followed by '0' or U+FDD0 is left as it is)."""
+    if PG_ESCAPE not in text:
+        return text
+    return _PG_ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else
+                           m.group(1) if m.group(1) == PG_ESCAPE else m.group(0), text)
+
+
+def _info(row: tuple) -> SessionInfo:
+    """A listing row (``_INFO_COLUMNS``) as a SessionInfo, its title unescaped."""
+    values = list(row)
+    values[_TITLE] = from_pg_text(values[_TITLE])
+    return SessionInfo(*values)
+
+
+def _pg_encoded(encoded: EncodedSession) -> EncodedSession:
+    """``encoded`` with its title and each turn's question escaped for PostgreSQL text (see ``to_pg_text``)."""
+    return dataclasses.replace(encoded, title=to_pg_text(encoded.title),
+                               rows=[(turn_id, state, to_pg_text(question), body, digest)
+                                     for turn_id, state, question, body, digest in encoded.rows])
 
 
 class PostgresSessionStore(SessionStoreBase):
@@ -99,7 +142,8 @@ class PostgresSessionStore(SessionStoreBase):
                 cur = conn.cursor()
                 return self._write_rows(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
                                         lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows),
-                                        user_id, session_id, encoded, expected_revision, lineage, at)
+                                        user_id, session_id, _pg_encoded(encoded), expected_revision,
+                                        lineage, at)
         except psycopg.Error as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed "
                                     f"and was rolled back ({self._reason(err)}); "
@@ -107,7 +151,7 @@ class PostgresSessionStore(SessionStoreBase):
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:
         """The stored snapshot, read in one consistent snapshot."""
-        check_ids(user_id, session_id)
+        user_id, session_id = check_ids(user_id, session_id)
         conn = self._conns.get()
         try:
             with conn.transaction():
@@ -124,20 +168,22 @@ class PostgresSessionStore(SessionStoreBase):
         if row is None:
             raise self._not_found(user_id, session_id, self.where)
         name = f"session {user_id}/{session_id} on {self.where}"
-        return StoredSession(SessionInfo(*row[:-1]), decode_state(row[-1], bodies, name), tuple(vectors))
+        return StoredSession(_info(row[:-1]), decode_state(row[-1], bodies, name), tuple(vectors))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
+        user_id = check_user_id(user_id)
         try:
             rows = self._conns.get().execute(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = %s "
                                              "ORDER BY updated_at DESC, session_id", (user_id,)).fetchall()
         except psycopg.Error as err:
             raise SessionStoreError(f"listing {user_id}'s sessions on {self.where} failed "
                                     f"({self._reason(err)})") from None
-        return [SessionInfo(*row) for row in rows]
+        return [_info(row) for row in rows]
 
     def delete(self, user_id: str, session_id: str) -> bool:
         """Remove one session and its turns."""
+        user_id, session_id = check_ids(user_id, session_id)
         conn = self._conns.get()
         try:
             with conn.transaction():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from helpers.errors import ConfigError
 from helpers.history import DroppedTurn, HistoryError
 from helpers.validity import find_problems
 
@@ -23,6 +24,27 @@ class TurnRecord:
     question: str
     answer: str
     steps: int
+
+
+def resume_arguments(state: dict, kwargs: dict, name: str = "this conversation") -> tuple[str | None, dict]:
+    """The stored system prompt and the constructor arguments that continue ``state`` (``kwargs`` win).
+
+    A conversation keeps the system prompt it was started with: ``system_prompt`` in ``kwargs`` is
+    accepted when it equals the stored one (so the arguments that started a session also reopen
+    it) and raises ConfigError when it differs. ``max_turns`` and ``max_tokens`` given here override
+    the stored limits; every other argument goes to the constructor unchanged.
+    """
+    kwargs = dict(kwargs)
+    prompt = state["system_prompt"]
+    if "system_prompt" in kwargs:
+        given = kwargs.pop("system_prompt")
+        if given != prompt:
+            raise ConfigError(f"system_prompt={given!r:.60} differs from the one {name} was started with "
+                              f"({prompt!r:.60}); a saved conversation keeps its system prompt - omit "
+                              "system_prompt= to continue it, or start a new session id for the new prompt")
+    kwargs.setdefault("max_turns", state.get("max_turns"))  # an explicit value overrides the stored one
+    kwargs.setdefault("max_tokens", state.get("max_tokens"))
+    return prompt, kwargs
 
 
 class Snapshots:
@@ -55,12 +77,14 @@ class Snapshots:
 
     @classmethod
     def from_snapshot(cls, state: dict, **kwargs):
-        """A session continuing from ``snapshot()`` data (client, tools and verbosity from ``kwargs``)."""
+        """A session continuing from ``snapshot()`` data (client, tools and verbosity from ``kwargs``).
+
+        ``system_prompt`` may be passed only with the snapshot's own value (see ``resume_arguments``).
+        """
         if state.get("version") != 1:
             raise ValueError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
-        kwargs.setdefault("max_turns", state.get("max_turns"))  # an explicit value overrides the stored one
-        kwargs.setdefault("max_tokens", state.get("max_tokens"))
-        session = cls(state["system_prompt"], **kwargs)
+        prompt, kwargs = resume_arguments(state, kwargs)
+        session = cls(prompt, **kwargs)
         session.load_snapshot(state)
         return session
 

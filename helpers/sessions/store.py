@@ -25,6 +25,12 @@ memory as well (``SessionSaveError``), so memory and store never disagree.
 (the original with its newest turns undone), so a conversation can branch from an earlier point
 without touching the original.
 
+Ids follow the one rule in ``helpers.ids`` (the fact stores use it too): NFKC, surrounding whitespace
+removed, case kept; an empty, overlong, NUL- or lone-surrogate-holding id raises SessionStoreError.
+Text is stored as given, NUL included, except lone surrogates, which become U+FFFD (``storable_text``).
+Reopening with ``system_prompt=`` works when it equals the stored prompt, and raises ConfigError when
+it differs (a saved conversation keeps its prompt); other arguments are checked by the session class.
+
 The same schema lives in ``helpers.sessions.postgres`` for deployments with many processes.
 A SQLite file may also hold the durable fact store (``helpers.facts.store``): its tables
 are recognised and left alone. Any other file - not SQLite, SQLite with someone else's tables,
@@ -48,14 +54,15 @@ import numpy as np
 from helpers.clock import now
 from helpers.errors import WorkshopError
 from helpers.history import split_turns
+from helpers.ids import MAX_ID_CHARS, check_id
 from helpers.memory.recall_index import RecallWarning
 from helpers.migrations import apply_migrations
 from helpers.session import ChatSession
+from helpers.sessions.snapshot import resume_arguments
 
 SCHEMA_TABLE = "session_schema"
 # Tables the durable fact store (lesson 10) creates; a file holding only these may also hold sessions.
 FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit"})
-MAX_ID_CHARS = 200
 # SQLite result codes that mean "you may not write here", not "the file is damaged".
 _NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
@@ -223,12 +230,19 @@ def redact_dsn(text: str, dsn: str | None = None) -> str:
 
 # ---------------------------------------------------------------- snapshot <-> rows
 
-def check_ids(user_id: str, session_id: str) -> None:
-    """Reject ids that are not short non-empty strings (they are keys, shown in listings)."""
-    for name, value in (("user_id", user_id), ("session_id", session_id)):
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
-            raise SessionStoreError(f"{name} must be a non-empty string of at most {MAX_ID_CHARS} characters "
-                                    f"(got {value!r})")
+def check_ids(user_id: str, session_id: str) -> tuple[str, str]:
+    """The ids as every store keys them (``helpers.ids``: NFKC, surrounding whitespace removed, case kept).
+
+    Raises SessionStoreError for an id no store accepts: not a string, empty, over ``MAX_ID_CHARS``
+    once normalised, or holding a NUL character or a lone surrogate. The fact stores key user ids by
+    the same rule, so an id names the same user in both.
+    """
+    return check_id(user_id, "user_id", SessionStoreError), check_id(session_id, "session_id", SessionStoreError)
+
+
+def check_user_id(user_id: str) -> str:
+    """``user_id`` as every store keys it (see ``check_ids``)."""
+    return check_id(user_id, "user_id", SessionStoreError)
 
 
 def _state_of(session: ChatSession | dict) -> dict:
@@ -240,12 +254,33 @@ def _state_of(session: ChatSession | dict) -> dict:
     return state
 
 
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` with each lone surrogate (half of a broken UTF-16 pair, not valid Unicode) replaced by U+FFFD.
+
+    No database, and no UTF-8 request body, can hold a lone surrogate; a reply that holds one
+    (a server's broken escape) is stored - and continued - with the replacement character.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def has_lone_surrogates(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (JSON-ready data such as a snapshot) holds a lone surrogate."""
+    return _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False, default=str)) is not None
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON that any database can store: lone surrogates (only ever inside strings) become U+FFFD."""
+    return storable_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def encode_state(session: ChatSession | dict) -> EncodedSession:
-    """Split a snapshot into a header and per-turn rows (raises SessionStoreError if it is inconsistent)."""
+    """Split a snapshot into a header and per-turn rows (raises SessionStoreError if it is inconsistent).
+
+    Text is stored as it is (NUL included) except lone surrogates, which become U+FFFD (``storable_text``).
+    """
     state = _state_of(session)
     lead, chunks = split_turns(state["messages"])
     ids = list(state["turn_ids"])
@@ -283,7 +318,8 @@ def encode_state(session: ChatSession | dict) -> EncodedSession:
         kind = "kept" if "kept" in body else "dropped" if "dropped" in body else "record"
         first = (body.get("kept") or (body.get("dropped") or {}).get("messages") or [{}])[0]
         question = body["record"]["question"] if "record" in body else str(first.get("content") or "")
-        rows.append((turn_id, kind, question[:500], text, hashlib.sha256(text.encode()).hexdigest()))
+        question = storable_text(str(question)[:500])
+        rows.append((turn_id, kind, question, text, hashlib.sha256(text.encode()).hexdigest()))
     title = next((r[2] for r in rows if r[2]), "")[:80]
     vectors = encode_vectors(session) if not isinstance(session, dict) else None
     return EncodedSession(_dumps(header), rows, title, len(ids), len(dropped), vectors)
@@ -405,8 +441,25 @@ def check_fork(state: dict, at_turn: int) -> None:
                         f"fork at turn {max(dropped_ids) + 1} or later")
 
 
+def _settings_problem(state: dict) -> str | None:
+    """What is wrong with the stored system prompt and limits (None when a session can be built from them)."""
+    prompt = state.get("system_prompt")
+    if "system_prompt" not in state or not (prompt is None or isinstance(prompt, str)):
+        return f"its system prompt is {prompt!r:.60}, not text"
+    for key in ("max_turns", "max_tokens"):
+        value = state.get(key)
+        if value is not None and not (type(value) is int and value >= 1):
+            return f"{key!r} in its header is {value!r:.40}, not a whole number from 1 (or null)"
+    return None
+
+
 def restore(stored: StoredSession, session_class: type[ChatSession], session_kwargs: dict) -> ChatSession:
-    """``session_class.from_snapshot``, with a store error naming the session if the snapshot does not fit."""
+    """A ``session_class`` continuing the stored snapshot (``session_kwargs``: client, tools, memory=...).
+
+    Stored data that does not fit raises SessionStoreError naming the session; the caller's own
+    arguments are never blamed on the data: an unknown argument raises the constructor's TypeError,
+    and a ``system_prompt`` other than the stored one raises ConfigError (``resume_arguments``).
+    """
     name = f"session {stored.info.user_id}/{stored.info.session_id}"
     version = stored.state.get("version")
     if version != 1:
@@ -415,8 +468,14 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
                                 "it was not loaded - if a newer helpers package saved it, upgrade this one "
                                 "(pip install -U ...); "
                                 "otherwise the row was changed by hand: restore a backup")
-    try:
-        session = session_class.from_snapshot(stored.state, **session_kwargs)
+    problem = _settings_problem(stored.state)
+    if problem:
+        raise _damaged(name, problem)
+    prompt, kwargs = resume_arguments(stored.state, session_kwargs,
+                                      f"{stored.info.user_id}/{stored.info.session_id}")
+    session = session_class(prompt, **kwargs)  # a wrong argument is the caller's error: raised as it is
+    try:  # only decoding the stored turns and memory state can mean damaged data
+        session.load_snapshot(stored.state)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         detail = f"{type(err).__name__}: {err}" if isinstance(err, KeyError) else str(err)
         raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); "
@@ -509,7 +568,7 @@ class SessionStoreBase:
     def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
              expected_revision: int | None = None) -> int:
         """Store the snapshot atomically; with ``expected_revision`` refuse if someone else saved since."""
-        check_ids(user_id, session_id)
+        user_id, session_id = check_ids(user_id, session_id)
         return self._write(user_id, session_id, encode_state(session), expected_revision)
 
     def load(self, user_id: str, session_id: str, *, session_class: type[ChatSession] = ChatSession,
@@ -526,7 +585,8 @@ class SessionStoreBase:
         with summary/profile state needs the ``session_class`` or a fresh ``memory=`` like the one
         it was created with; refuses to overwrite an existing session.
         """
-        check_ids(user_id, new_session_id)
+        user_id, new_session_id = check_ids(user_id, new_session_id)
+        session_id = check_id(session_id, "session_id", SessionStoreError)
         stored = self.load_state(user_id, session_id)
         state = stored.state
         session = restore(stored, session_class, session_kwargs)  # first: it explains a damaged snapshot
@@ -734,7 +794,7 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def load_state(self, user_id: str, session_id: str) -> StoredSession:
         """The stored snapshot of one session, exactly as saved."""
-        check_ids(user_id, session_id)
+        user_id, session_id = check_ids(user_id, session_id)
         with self._lock:  # one read transaction: a writer in another process cannot commit in between
             conn = self._connection()
             try:
@@ -759,12 +819,14 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
+        user_id = check_user_id(user_id)
         rows = self._read(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = ? "
                           "ORDER BY updated_at DESC, session_id", (user_id,))
         return [SessionInfo(*row) for row in rows]
 
     def delete(self, user_id: str, session_id: str) -> bool:
         """Remove one session and its turns."""
+        user_id, session_id = check_ids(user_id, session_id)
         try:
             with self._transaction() as conn:
                 return conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?",
