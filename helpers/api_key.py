@@ -20,7 +20,7 @@ import re
 import sys
 import unicodedata
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx2
 
@@ -37,14 +37,53 @@ _typed_key: str | None = None  # a key typed into ask_for_key() in this process
 
 # ---------------------------------------------------------------- where a key may go
 
+_URL_PREFIX = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?[/\\]{2,}")  # scheme:// or a bare //
+
+
 def safe_url(url: str) -> str:
-    """``url`` fit to print: no user name, password, query or fragment."""
+    """``url`` fit to print: no user name, password, query, fragment or ``;parameters``.
+
+    Read as leniently as a browser reads it, not only as ``urlsplit`` does: everything before the last
+    ``@`` of the address part is a user name and password, also without ``//`` (``alice:pw@host/v1``) or
+    with extra slashes. Characters that are not printable are shown escaped (``\\x1b``).
+    """
+    text = re.split(r"[?#]", str(url), maxsplit=1)[0]
+    prefix = _URL_PREFIX.match(text)
+    start = prefix.group(0).lower() if prefix else ""
+    address, *rest = re.split(r"([/\\])", text[len(start):], maxsplit=1)
+    path = re.sub(r";[^/\\]*", "", "".join(rest))  # ;jsessionid=... and the like
+    return printable(start + address.rpartition("@")[2] + path)
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable escaped as Python writes it (``\\x1b``)."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(text))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that may be credentials: the user name and password, the query's values."""
     try:
         parts = urlsplit(str(url))
     except ValueError:
-        return "(an address that cannot be read)"
-    netloc = parts.netloc.rpartition("@")[2]
-    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else netloc + parts.path
+        return []
+    found = [parts.password or "", parts.username or ""]  # a token may be given as the user name alone
+    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    found += [unquote(secret) for secret in found]  # as written in the URL, and as a server may echo it
+    return [secret for secret in dict.fromkeys(found) if len(secret) >= 4]
+
+
+def hide_secret(text: str, *secrets) -> str:
+    """``text`` with each secret (a key, a password...) replaced by ***, in case a server echoes it back.
+
+    Each of ``secrets`` is a string or a list of strings; None and strings shorter than 4 characters
+    (which would blank out ordinary words) are skipped.
+    """
+    flat = []
+    for secret in secrets:
+        flat += secret if isinstance(secret, (list, tuple, set)) else [secret]
+    for secret in sorted({s for s in flat if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def nvidia_url_problem(url: str) -> str:

@@ -5,6 +5,10 @@ the same settings as the notebooks. Every completed turn is saved to ``--db`` (a
 ``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run.
 
 Commands inside the chat: /history, /memory, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
+
+Everything it prints passes through ``terminal_text``: a reply, a stored question or title, an error
+cannot move the cursor, clear the screen, set the clipboard or retitle the window (control characters
+are shown escaped, ``\\x1b``). "Saved." is printed only when the store holds what this copy holds.
 """
 from __future__ import annotations
 
@@ -19,11 +23,11 @@ from typing import Callable, Sequence
 
 import openai
 
-from helpers.client import EndpointError, make_client
-from helpers.history import HistoryError
+from helpers.api_key import hide_secret, url_secrets
+from helpers.client import make_client
 from helpers.config import BACKENDS, load_settings
 from helpers.dotenv_file import apply_dotenv
-from helpers.errors import ConfigError
+from helpers.errors import ConfigError, WorkshopError
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
                                   redact_dsn)
@@ -41,6 +45,39 @@ COMMANDS = {
 
 
 _KEY_VALUE_DSN = re.compile(r"^\s*(host|hostaddr|dbname|user|password|port|service)\s*=")
+
+# What a terminal acts on instead of showing: C0 controls except \n and \t (ESC starts CSI/OSC sequences:
+# cursor moves, screen clears, OSC 52 clipboard writes, window titles; \r overwrites the line), DEL, the C1
+# controls (8-bit CSI and OSC), bidirectional overrides and isolates (they reorder the text after them, so
+# what is shown is not what was said), and lone surrogates (they cannot be encoded, so printing them fails).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_CHANGES = ("/undo", "/reset")  # commands that change the conversation (and save it)
+
+
+def terminal_text(text: object, *, one_line: bool = False) -> str:
+    """``text`` safe to print to a terminal: every character a terminal would act on shown escaped.
+
+    Control characters become their Python escapes (``\\x1b``, ``\\x9b``, ``\\u202e``, ``\\ud800``), so
+    the reader sees that they were there and the terminal does nothing with them. Line breaks and tabs
+    stay (``\\r\\n`` becomes ``\\n``), unless ``one_line``: then every run of white space is one space.
+    """
+    text = str(text)
+    text = " ".join(text.split()) if one_line else text.replace("\r\n", "\n")
+    return _UNSAFE.sub(lambda found: _escaped(found.group()), text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def _system_refusal(err: OSError) -> str:
+    """Why the operating system refused a path, in a few words."""
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if err.errno == errno.ENAMETOOLONG:
+        return "a name in the path is longer than the file system allows"
+    return err.strerror or str(err)
 
 
 def default_db_path() -> str:
@@ -66,15 +103,23 @@ def open_store(db: str) -> SessionStore:
             raise SessionStoreError('a postgresql:// --db needs psycopg: '
                                     'pip install "psycopg[binary]"') from None
         return PostgresSessionStore(db)
-    path = Path(db).expanduser()
-    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    try:
+        path = Path(db).expanduser()
+    except RuntimeError:  # ~name of a user this system does not know
+        raise SessionStoreError(f"cannot use --db {db}: no home folder is known for its ~user; pass the "
+                                "full path") from None
+    try:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    except OSError as err:  # e.g. File name too long: exists() only answers False for a missing path
+        raise SessionStoreError(f"cannot use --db {db} ({_system_refusal(err)}); pass a shorter path, in a "
+                                "folder you may write to") from None
     if blocker is not None:
         raise SessionStoreError(f"cannot use --db {db}: {blocker} is a file, not a folder; pass a path "
                                 "inside a folder")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        why = "permission denied" if err.errno in (errno.EACCES, errno.EPERM) else (err.strerror or str(err))
+        why = _system_refusal(err)
         raise SessionStoreError(f"cannot create the folder {path.parent} for --db {db} ({why}); create it "
                                 "yourself, or pass a --db path in a folder you may write to") from None
     return SQLiteSessionStore(path)
@@ -96,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where requests go (default: $WORKSHOP_BACKEND, else offline)")
     chat.add_argument("--max-turns", type=int, default=None, help="earlier turns remembered (default: all)")
     chat.add_argument("--verbose", action="store_true", help="show tool calls as they happen")
+    chat.add_argument("--no-stream", action="store_true",
+                      help="print each answer whole instead of as it arrives")
     return parser
 
 
@@ -118,18 +165,42 @@ def resume_command(user: str, session: str, db: str | None) -> str:
 
 
 class TerminalChat:
-    """The read-eval-print loop, with input and output injectable for tests."""
+    """The read-eval-print loop, with input and output injectable for tests.
+
+    Everything shown goes through ``write`` (or, while an answer streams, ``show_piece``), and both pass
+    it through ``terminal_text``.
+    """
 
     def __init__(self, session: PersistentSession, *, db: str, resume: str = "",
-                 read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None):
+                 read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None,
+                 stream: bool = True):
         self.session, self.db, self.resume = session, db, resume
-        self.read, self.write = read or input, write or print
-        self.unsaved = False  # True while the newest change could not be saved
+        self.stream = stream  # False (--no-stream): each answer is printed whole
+        self.read, self._write = read or input, write or print
+        self.unsaved = False  # True while the newest change could not be saved (or may not have been)
 
-    def report(self, err: Exception) -> None:
-        """Show an error in one line, with any database password removed."""
-        text = redact_dsn(str(err), self.db)
-        self.write(text if isinstance(err, SessionSaveError) else f"error: {text}")
+    def write(self, text: str) -> None:
+        """Show one message (a reply, stored text, an error...) with its control characters escaped."""
+        self._write(terminal_text(text))
+
+    def show_piece(self, piece: str) -> None:
+        """Show a piece of a streamed answer, escaped the same way."""
+        sys.stdout.write(terminal_text(piece))
+        sys.stdout.flush()
+
+    def _secrets(self) -> list[str]:
+        settings = getattr(self.session.session, "settings", None)
+        return [getattr(settings, "api_key", None) or ""] + url_secrets(getattr(settings, "base_url", ""))
+
+    def report(self, err: BaseException) -> None:
+        """Show an error in one line, with any database password and the API key removed.
+
+        An error the workshop raises on purpose says what happened; any other is named by its type.
+        """
+        text = hide_secret(redact_dsn(str(err), self.db), self._secrets())
+        if not isinstance(err, WorkshopError):
+            text = f"{type(err).__name__}: {text}"
+        self.write(terminal_text(text if isinstance(err, SessionSaveError) else f"error: {text}", one_line=True))
         if isinstance(err, SessionSaveError):
             self.unsaved = True
 
@@ -144,6 +215,10 @@ class TerminalChat:
             except KeyboardInterrupt:
                 self.write("")
                 return self.quit()
+            except UnicodeDecodeError as err:  # bytes the terminal's encoding cannot read (a bad paste)
+                self.write(f"error: that line could not be read as text ({err.reason} at byte {err.start + 1}); "
+                           "nothing was sent - type it again")
+                continue
             if not line:
                 continue
             if line.startswith("/"):
@@ -154,35 +229,64 @@ class TerminalChat:
             self.ask(line)
 
     def ask(self, text: str) -> None:
-        """One turn; errors are explained and the loop goes on (a failed turn saves nothing)."""
-        streaming = False
+        """One turn; any error is shown in one line and the loop goes on.
+
+        A turn that raised is rolled back by the session (its stream is closed here at once). An error
+        the workshop raises on purpose leaves the saved state as it was; after any other error the
+        conversation is no longer claimed saved, since it cannot be known what was stored.
+        """
+        streaming, stream = False, None
         try:
-            if hasattr(self.session.session, "stream"):
+            if self.stream and hasattr(self.session.session, "stream"):
+                stream = self.session.stream(text)
                 sys.stdout.write("assistant> ")
                 streaming = True
-                for piece in self.session.stream(text):
-                    sys.stdout.write(piece)
-                    sys.stdout.flush()
+                for piece in stream:
+                    self.show_piece(piece)
                 self.write("")
             else:
                 self.write(f"assistant> {self.session.chat(text)}")
             self.unsaved = False
         except KeyboardInterrupt:
             self.write("\n(interrupted: that turn was not saved)")
-        except (EndpointError, ConfigError, SessionStoreError, HistoryError, ValueError) as err:
-            if streaming:
-                self.write("")  # end the partly written answer line
-            self.report(err)
         except openai.BadRequestError as err:  # e.g. the conversation outgrew the model's context
-            self.write(f"error: the server refused the request ({err.status_code}): {err.message}. "
-                       "Try /undo or /reset, or start with --max-turns.")
+            self._end_line(streaming)
+            message = hide_secret(str(err.message), self._secrets())
+            self.write(terminal_text(f"error: the server refused the request ({err.status_code}): {message}. "
+                                     "Try /undo or /reset, or start with --max-turns.", one_line=True))
+        except WorkshopError as err:  # raised on purpose; a SessionSaveError means the turn was rolled back
+            self._end_line(streaming)
+            self.report(err)
+        except Exception as err:  # anything else (a bug, a raw error from the store): show it, claim no save
+            self._end_line(streaming)
+            self.report(err)
+            self.unsaved = True
+        finally:
+            if stream is not None:
+                self._close(stream)
+
+    def _end_line(self, streaming: bool) -> None:
+        if streaming:
+            self.write("")  # end the partly written answer line
+
+    def _close(self, stream) -> None:
+        """Close a turn's stream: a turn left unfinished is rolled back now, not whenever it is collected."""
+        try:
+            stream.close()
+        except Exception as err:
+            self.report(err)
+            self.unsaved = True
 
     def command(self, name: str) -> None:
         """Run one slash command."""
         try:
             self._command(name)
-        except SessionStoreError as err:
+        except WorkshopError as err:
             self.report(err)
+        except Exception as err:  # not raised on purpose: shown in one line; a change may not be saved
+            self.report(err)
+            if name in _CHANGES:
+                self.unsaved = True
 
     def _command(self, name: str) -> None:
         session = self.session.session
@@ -226,16 +330,31 @@ class TerminalChat:
             self.write(f"Unknown command {name}; try /help.")
 
     def quit(self) -> int:
-        """Say truthfully what is stored, and how to come back."""
+        """Say truthfully what is stored, and how to come back.
+
+        "Saved." only when no change failed since the last save and the store, read back now, holds
+        exactly what this copy holds.
+        """
         resume = f" Resume with: {self.resume}" if self.resume else ""
         if self.unsaved:
             self.write("Not saved: the last change could not be saved (see the error above); the stored "
                        f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
-        elif self.session.revision == 0:
+        elif self.session.revision == 0 and not self.session.session.turns:
             self.write("Nothing to save yet (no turns).")
-        else:
+        elif self.stored_as_shown():
             self.write(f"Saved.{resume}")
+        else:
+            self.write("Not saved: the store does not hold this conversation as shown here; the stored "
+                       f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
         return 0
+
+    def stored_as_shown(self) -> bool:
+        """True when the store, read back, holds exactly this copy's conversation."""
+        try:
+            stored = self.session.store.load_state(self.session.user_id, self.session.session_id)
+            return stored.state == self.session.session.snapshot()
+        except Exception:  # not stored, or the store cannot be read: no save to claim
+            return False
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -245,7 +364,7 @@ def run_chat(args: argparse.Namespace) -> int:
         settings = load_settings(args.backend or os.environ.get("WORKSHOP_BACKEND") or "offline")
         store = open_store(db)
     except (ConfigError, SessionStoreError) as err:
-        print(f"error: {redact_dsn(str(err), db)}", file=sys.stderr)
+        print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     try:
         kwargs = dict(client=make_client(settings), settings=settings, verbose=args.verbose)
@@ -254,13 +373,13 @@ def run_chat(args: argparse.Namespace) -> int:
         session = PersistentSession.open(store, args.user, args.session, **kwargs)
         count = len(session.session.turns)
         state = f"resumed, {count} turn{'' if count == 1 else 's'}" if session.resumed else "new"
-        print(settings.describe())
-        print(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
-              "Type a question, or /help.")
+        print(terminal_text(settings.describe()))
+        print(terminal_text(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
+                            "Type a question, or /help."))
         resume = resume_command(args.user, args.session, args.db)
-        return TerminalChat(session, db=db, resume=resume).run()
+        return TerminalChat(session, db=db, resume=resume, stream=not args.no_stream).run()
     except (SessionStoreError, ValueError) as err:
-        print(f"error: {redact_dsn(str(err), db)}", file=sys.stderr)
+        print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     finally:
         store.close()
@@ -271,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         apply_dotenv()  # settings in .env (user, backend, session db) count as if exported
     except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(terminal_text(f"error: {err}", one_line=True), file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
     if args.command == "chat":

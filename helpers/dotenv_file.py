@@ -15,9 +15,9 @@ from helpers.errors import ConfigError
 # Every setting .env.example documents (a test keeps the two lists equal).
 DOCUMENTED_SETTINGS = (
     "NVIDIA_API_KEY", "WORKSHOP_BACKEND", "WORKSHOP_BASE_URL", "WORKSHOP_API_KEY", "OPENAI_API_KEY",
-    "WORKSHOP_CHAT_MODEL", "WORKSHOP_EMBEDDING_MODEL", "WORKSHOP_TEMPERATURE", "WORKSHOP_TIMEOUT",
-    "WORKSHOP_MAX_RETRIES", "WORKSHOP_NOW", "WORKSHOP_SERVER_PROFILE", "WORKSHOP_SUMMARY_MODEL",
-    "WORKSHOP_SESSION_DB", "WORKSHOP_NO_PROMPT", "WORKSHOP_CACHE_DIR", "WORKSHOP_USER",
+    "WORKSHOP_CHAT_MODEL", "WORKSHOP_EMBEDDING_MODEL", "WORKSHOP_EMBEDDINGS", "WORKSHOP_TEMPERATURE",
+    "WORKSHOP_TIMEOUT", "WORKSHOP_MAX_RETRIES", "WORKSHOP_NOW", "WORKSHOP_SERVER_PROFILE",
+    "WORKSHOP_SUMMARY_MODEL", "WORKSHOP_SESSION_DB", "WORKSHOP_NO_PROMPT", "WORKSHOP_CACHE_DIR", "WORKSHOP_USER",
 )
 # The API keys (a test keeps them equal to api_key.KEY_NAME and config.OTHER_KEY_NAMES): read from .env,
 # never copied into os.environ.
@@ -31,7 +31,8 @@ def read_dotenv(path: str | None = None) -> dict[str, str]:
         return {}
     problem = ""
     try:
-        values = dotenv_values(path, encoding="utf-8")
+        # utf-8-sig: Notepad and other Windows editors may save a BOM, which would hide the first line
+        values = dotenv_values(path, encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         problem = f"is not UTF-8 text (byte {error.start + 1} cannot be read); save it as UTF-8"
     except OSError as error:

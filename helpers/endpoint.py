@@ -2,7 +2,8 @@
 
 ``check_endpoint(client, model)`` asks the server for its model list, then sends a
 one-token chat completion. ``str()`` of the result is one line meant for a
-notebook output; it names the server and the model but never the key.
+notebook output; it names the server and the model but never the key, and shows the server's
+address as ``safe_url`` does: no user name, password or query (a token may be written there).
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 import httpx2
 import openai
 
-from helpers.client import completion_problem, describe_body, error_text, hide_secret
+from helpers.api_key import hide_secret, safe_url, url_secrets
+from helpers.client import completion_problem, describe_body, error_text
 
 _SHOWN_MODELS = 5
 _NOT_OPENAI = "check that the URL is the server's OpenAI-compatible /v1 address"
@@ -23,7 +25,7 @@ _NOT_OPENAI = "check that the URL is the server's OpenAI-compatible /v1 address"
 class EndpointStatus:
     """What check_endpoint found; ``ok`` is True only when a real chat request worked."""
 
-    base_url: str
+    base_url: str                        # as safe_url shows it: no user name, password or query
     model: str
     reachable: bool = False
     key_accepted: bool | None = None     # None: not reached far enough to tell
@@ -71,14 +73,14 @@ def _models_hint(models: tuple[str, ...]) -> str:
 
 def check_endpoint(client: openai.OpenAI, model: str, *, timeout: float = 30.0) -> EndpointStatus:
     """Diagnose ``client`` for ``model``: reachability, key, model listed, and a 1-token chat reply."""
-    base_url = str(client.base_url).rstrip("/")
-    key = getattr(client, "api_key", None)
+    address = str(client.base_url)
+    secrets = [getattr(client, "api_key", None) or ""] + url_secrets(address)  # what a server may echo
     quick = client.with_options(max_retries=0, timeout=timeout)
-    status = dict(base_url=base_url, model=model)
+    status = dict(base_url=safe_url(address).rstrip("/"), model=model)
 
     def result(**found) -> EndpointStatus:
         if "problem" in found:
-            found["problem"] = hide_secret(found["problem"], key)
+            found["problem"] = hide_secret(found["problem"], secrets)
         return EndpointStatus(**{**status, **found})
 
     # Step 1: the model list (some servers do not implement it; then only the chat call decides).
@@ -141,17 +143,18 @@ def wait_until_ready(base_url: str, *, timeout: float = 600.0, interval: float =
     sleep = sleep or time.sleep
     get = get or (lambda url: httpx2.get(url, timeout=min(interval, 10.0)).status_code)
     url = base_url.rstrip("/") + path
+    shown = safe_url(url)  # a user name, password or token in the address is not shown
     waited, last = 0.0, "no answer yet"
     while True:
         try:
             status = get(url)
             if status == 200:
-                return f"READY: {url} after {waited:.0f} s"
+                return f"READY: {shown} after {waited:.0f} s"
             last = f"HTTP {status}"
         except Exception as error:  # connection refused while the container starts
             last = type(error).__name__
         if waited >= timeout:
-            raise TimeoutError(f"{url} was not ready after {timeout:.0f} s (last: {last}). The first start "
+            raise TimeoutError(f"{shown} was not ready after {timeout:.0f} s (last: {last}). The first start "
                                "downloads the model into the cache directory and can take many minutes; "
                                "check `docker logs` for progress.")
         sleep(interval)

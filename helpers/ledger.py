@@ -5,14 +5,21 @@ message list it was sent. For an additive tokenizer, the difference between two
 consecutive requests is the exact cost of the messages appended in between. The
 ledger keeps those exact figures so a session can trim to a token budget exactly for
 everything already sent and estimate only what the server has not seen yet.
+
+A report that cannot be a count of the request is not learnt from (see ``plausible_floor``): some
+servers report 0, or only the tokens that missed their prompt cache. Believed, such a count would
+make every message look almost free and so switch a token budget off; the ledger keeps estimating
+instead, and warns once.
 """
 from __future__ import annotations
 
 import json
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from helpers.errors import WorkshopWarning
 from helpers.history import HistoryError, TokenCounter
 from helpers.tokens import REPLY_PRIMING, approx_tokens
 
@@ -51,6 +58,20 @@ class _Span:
     members: list[tuple[Any, int]] = field(default_factory=list)  # (message object, its share of tokens)
 
 
+# A reported count below a quarter of the estimate is not believed. approx_tokens is about 4 characters
+# per token plus 4 per message; to report a quarter of that, a tokenizer would have to average over 16
+# characters per token, which none does on text (English runs at 3-5 characters per token, code and other
+# languages at fewer). Only a message made of long runs of one repeated character could; it is then
+# estimated instead, which errs toward trimming more, never toward breaking the budget.
+PLAUSIBLE_FRACTION = 4
+
+
+def plausible_floor(message_count: int, estimated: int) -> int:
+    """The smallest prompt_tokens a server can really report for a request: at least one token per
+    message, and at least a quarter of the estimate (``PLAUSIBLE_FRACTION``), rounded up."""
+    return max(message_count, -(-estimated // PLAUSIBLE_FRACTION))
+
+
 def _apportion(total: int, weights: list[int]) -> list[int]:
     """Split ``total`` into integers proportional to ``weights`` that add up to exactly ``total``."""
     if not weights:
@@ -86,12 +107,17 @@ class UsageLedger:
     exact cost), else the estimate. Summed over whole spans, plus ``ledger.overhead``,
     it equals the reported totals exactly. Shares follow message objects (so two
     equal "ok" messages keep separate shares); an equal copy falls back to its twin's.
+
+    A report below ``plausible_floor`` (0 for a real request, fewer tokens than messages, under a
+    quarter of the estimate) is treated as no report: ``record`` returns None, learns nothing, and
+    warns once per ledger; costs stay estimated, so a budget keeps working.
     """
 
     def __init__(self, estimate: TokenCounter = approx_tokens, overhead: int = REPLY_PRIMING):
         self.estimate = estimate
         self.overhead = overhead
         self.records: list[UsageRecord] = []
+        self.ignored = 0  # reports not believed (below plausible_floor)
         self._spans: list[_Span] = []
         self._by_id: dict[int, tuple[Any, int]] = {}
         self._by_key: dict[str, int] = {}
@@ -158,14 +184,22 @@ class UsageLedger:
         share = self._by_key.get(self.key(message)) if self._by_key else None
         return share if share is not None else self.estimate(message)
 
-    def record(self, messages: Sequence[dict], prompt_tokens: int) -> UsageRecord:
-        """Note that sending ``messages`` cost ``prompt_tokens`` (the server's usage.prompt_tokens)."""
+    def record(self, messages: Sequence[dict], prompt_tokens: int) -> UsageRecord | None:
+        """Note that sending ``messages`` cost ``prompt_tokens`` (the server's usage.prompt_tokens).
+
+        Returns None, learning nothing, when the count cannot be one of this request (below
+        ``plausible_floor``); the first such report of this ledger is warned about.
+        """
         if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or prompt_tokens < 0:
             raise HistoryError(f"prompt_tokens must be a whole number >= 0 (got {prompt_tokens!r}); pass "
                                "response.usage.prompt_tokens")
+        estimates = [self.estimate(m) for m in messages]
+        floor = plausible_floor(len(estimates), sum(estimates) + self.overhead)
+        if messages and prompt_tokens < floor:
+            self._ignore(prompt_tokens, len(estimates), sum(estimates) + self.overhead, floor)
+            return None
         predicted, predicted_exact = self.cost(messages)
         keys = [self.key(m) for m in messages]
-        estimates = [self.estimate(m) for m in messages]
         covered, used, overhead_used, left = self._cover(keys)
         # which occurrences are new: prefer message objects that no used span already holds
         held = {id(obj) for span in used for obj, _ in span.members}
@@ -196,6 +230,17 @@ class UsageLedger:
                             predicted, predicted_exact, len(rest), new_tokens, new_estimated)
         self.records.append(entry)
         return entry
+
+    def _ignore(self, reported: int, messages: int, estimated: int, floor: int) -> None:
+        """Count a report that was not believed; warn about the first one."""
+        self.ignored += 1
+        if self.ignored == 1:
+            warnings.warn(
+                f"the server reported prompt_tokens={reported} for a request of {messages} messages estimated "
+                f"at {estimated} tokens; no real count is below {floor}, so token costs are estimated "
+                "instead and any token budget stays in force. (Some servers report 0, or only the tokens "
+                "that missed their prompt cache.) Later reports like it are ignored without a warning.",
+                WorkshopWarning, stacklevel=3)
 
     def _share_with_copies(self, messages: Sequence[dict], keys: list[str]) -> None:
         """Give each sent message that no span holds the share of an equal message a span holds instead.

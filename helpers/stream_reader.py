@@ -97,18 +97,24 @@ def _server(stream) -> str:
 
 
 def _chunks(stream, where: str, settings, secret):
-    """The stream's chunks; errors reading it become EndpointErrors that say what the server sent."""
+    """The stream's chunks; errors reading it become EndpointErrors that say what the server sent.
+
+    The new error is raised after the ``except`` block, so it carries no ``__context__``: the openai
+    error it replaces may quote a key the server echoed.
+    """
+    failure = None
     try:
         yield from stream
     except (openai.APITimeoutError, openai.APIConnectionError) as error:
-        raise explain(error, settings) from error
+        failure = explain(error, settings)
     except openai.APIError as error:  # a ``data: {"error": ...}`` event
-        raise ResponseFormatError(f"{where} answered HTTP 200, then sent an error inside the stream: "
-                                  f"{_excerpt(error.message, secret)}") from None
+        failure = ResponseFormatError(f"{where} answered HTTP 200, then sent an error inside the stream: "
+                                      f"{_excerpt(error.message, secret)}")
     except (ValueError, RecursionError) as error:  # a data: line that is not JSON
         sent = _excerpt(getattr(error, "doc", error), secret)
-        raise ResponseFormatError(f"{where} sent a stream event that is not JSON: {sent}. "
-                                  f"{FORMAT_ADVICE}") from None
+        failure = ResponseFormatError(f"{where} sent a stream event that is not JSON: {sent}. {FORMAT_ADVICE}")
+    if failure is not None:
+        raise failure
 
 
 def _refuse_unstreamed_body(stream, where: str, secret) -> None:
