@@ -1,4 +1,11 @@
-"""The stand-in validates chat requests like the published API: a malformed one is a 400 naming the field."""
+"""The stand-in validates chat requests like the published API: a malformed one is a 400 naming the field.
+
+The later sections follow the issue "A stand-in a learner can trust": what the specification allows is
+accepted (and ignored where the stand-in has nothing to do with it), what it accepts it honours
+(``tool_choice``, ``strict``, ``response_format``, ``logprobs``, embeddings' ``encoding_format`` and
+``dimensions``), what the real API rejects it rejects with the real error ``code`` and ``param``, and
+no valid request gets a 500 or a 405. tests/test_standin_spec.py checks the same against the spec itself.
+"""
 import json
 
 import httpx2
@@ -97,6 +104,20 @@ MALFORMED = [  # (request body, the field the message must name)
     (chat(messages=[{"role": "user", "content": [{"type": "text", "text": 5}]}]), "content[0].text"),
     (chat(messages=[{"role": "user", "content": "hi", "mood": "happy"}]), "mood"),
     (chat(messages=[{"role": "user", "content": "hi", "name": 3}]), "name"),
+    (chat(messages=[{"role": "user", "content": "hi", "name": "Ada Lovelace"}]), "name"),
+    (chat(logit_bias={"hello": 5}), "logit_bias"),
+    (chat(logit_bias={"50256": 1.5}), "logit_bias"),
+    (chat(stop=[]), "stop"),
+    (chat(modalities=["text", "audio"]), "modalities"),
+    (chat(audio={"voice": "alloy", "format": "mp3"}), "audio"),
+    (chat(function_call="auto"), "function_call"),
+    (chat(messages=HI + [{"role": "function", "name": "f", "content": "3"}]), "functions API"),
+    (chat(tools=[TOOL], tool_choice={"type": "custom", "custom": {"name": "f"}}), "tool_choice.type"),
+    (chat(tools=[with_tool(strict=True, parameters={"type": "object", "properties": {"x": {"type": "string"}}})]),
+     "additionalProperties"),
+    (chat(web_search_options={"search_context_size": "huge"}), "search_context_size"),
+    (chat(prompt_cache_options={"ttl": "1h"}), "prompt_cache_options.ttl"),
+    (chat(moderation={"policy": None}), "moderation.model"),
     (chat(messages=HI + [{"role": "tool", "content": "3"}]), "tool_call_id"),
     (chat(messages=HI + [{"role": "tool", "tool_call_id": ["c"], "content": "3"}]), "tool_call_id"),
     (chat(messages=HI + [{"role": "assistant", "content": None, "tool_calls": [
@@ -115,6 +136,7 @@ def test_malformed_request_is_a_400_naming_the_field(body, field):
     error = answer["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error"
     assert field in error["message"], error["message"]
+    assert error["code"], error
 
 
 def test_error_param_gives_the_path_of_the_field():
@@ -208,3 +230,240 @@ def test_random_malformed_bodies_get_a_400_with_a_message_never_a_500(body):
     if status != 200:
         assert answer["error"]["message"] and answer["error"]["type"] in ("invalid_request_error",
                                                                           "not_found_error")
+
+
+# ---------------------------------------------------------------- what the spec allows is accepted (issue Part 1)
+
+DAYS = {"type": "function", "function": {"name": "days_until_weekday", "description": "Days until a weekday.",
+                                         "parameters": {"type": "object", "properties": {
+                                             "weekday": {"type": "string"}, "time": {"type": "string"}},
+                                             "required": ["weekday"]}}}
+SEARCH = {"type": "function", "function": {"name": "search_campus_info", "description": "Search campus facts.",
+                                           "parameters": {"type": "object", "properties": {
+                                               "query": {"type": "string"}}, "required": ["query"]}}}
+WHEN = [{"role": "user", "content": "How many days until Thursday?"}]
+
+
+def calls_of(reply):
+    return [(c.function.name, json.loads(c.function.arguments)) for c in reply.choices[0].message.tool_calls or []]
+
+
+def test_tool_message_with_a_name_is_accepted(client):
+    """The OpenAI cookbook sends the function's name on tool results; the API accepts it."""
+    first = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS])
+    call = first.choices[0].message.tool_calls[0]
+    messages = WHEN + [first.choices[0].message.model_dump(exclude_none=True),
+                       {"role": "tool", "tool_call_id": call.id, "name": call.function.name,
+                        "content": json.dumps({"weekday": "Thursday", "days": 3})}]
+    final = client.chat.completions.create(model=MODEL, messages=messages, tools=[DAYS])
+    assert "3 days" in final.choices[0].message.content
+
+
+def test_parameters_the_stand_in_does_not_implement_are_accepted_and_ignored(client):
+    plain = client.chat.completions.create(model=MODEL, messages=HI).choices[0].message.content
+    reply = client.chat.completions.create(
+        model=MODEL, messages=HI, modalities=["text"], prompt_cache_options={"ttl": "30m", "mode": "implicit"},
+        prompt_cache_key="lesson-07", prompt_cache_retention="24h", safety_identifier="learner-1", verbosity="low",
+        reasoning_effort="minimal", web_search_options={"search_context_size": "low"}, metadata={"lesson": "07"},
+        store=True, service_tier="flex", user="ada", seed=7, logit_bias={"50256": -100}, frequency_penalty=0.5,
+        presence_penalty=-0.5, temperature=1.5, top_p=0.5,
+        prediction={"type": "content", "content": "Hello"})
+    assert reply.choices[0].message.content == plain and reply.service_tier == "flex"
+    assert reply.usage.completion_tokens_details.rejected_prediction_tokens == 2  # "Hello": "Hell" + "o"
+
+
+def test_moderation_is_accepted_and_says_it_was_not_run(client):
+    reply = client.chat.completions.create(model=MODEL, messages=HI, moderation={"model": "omni-moderation-latest"})
+    said = reply.model_dump()["moderation"]
+    assert said["input"]["type"] == "error" and "does not do moderation" in said["input"]["message"]
+
+
+def test_function_role_message_says_the_legacy_functions_api_is_not_served():
+    status, answer = post(chat(messages=HI + [{"role": "function", "name": "f", "content": "3"}]))
+    assert status == 400 and "legacy functions API" in answer["error"]["message"]
+    assert "unknown role" not in answer["error"]["message"] and answer["error"]["param"] == "messages[1].role"
+
+
+def test_what_cannot_be_honoured_is_refused_saying_so():
+    for body, param in [(chat(audio={"voice": "alloy", "format": "mp3"}, modalities=["text", "audio"]), "audio"),
+                        (chat(functions=[{"name": "f"}]), "functions"),
+                        (chat(tools=[{"type": "custom", "custom": {"name": "f"}}]), "tools[0].type")]:
+        status, answer = post(body)
+        assert status == 400 and "the offline stand-in does not do" in answer["error"]["message"], answer
+        assert answer["error"]["param"] == param and answer["error"]["code"].startswith("unsupported")
+
+
+# ---------------------------------------------------------------- what it accepts, it honours
+
+def test_named_tool_choice_calls_that_tool_with_its_required_arguments(client):
+    named = {"type": "function", "function": {"name": "search_campus_info"}}
+    assert calls_of(client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS, SEARCH],
+                                                   tool_choice=named)) == [
+        ("search_campus_info", {"query": "How many days until Thursday?"})]
+    same = {"type": "function", "function": {"name": "days_until_weekday"}}  # the rules' own pick keeps its arguments
+    reply = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS, SEARCH], tool_choice=same)
+    assert calls_of(reply) == [("days_until_weekday", {"weekday": "Thursday"})]
+    count = {"type": "function", "function": {"name": "count", "parameters": {"type": "object", "properties": {
+        "weekday": {"type": "string"}, "hours": {"type": "integer"}}, "required": ["weekday", "hours"]}}}
+    reply = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS, count],
+                                           tool_choice={"type": "function", "function": {"name": "count"}})
+    assert calls_of(reply) == [("count", {"weekday": "Thursday", "hours": 0})]  # the rules' value, a placeholder
+
+
+def test_required_always_calls_a_tool_and_none_never(client):
+    for messages in (HI, WHEN, [{"role": "user", "content": "Thanks!"}]):
+        reply = client.chat.completions.create(model=MODEL, messages=messages, tools=[DAYS, SEARCH],
+                                               tool_choice="required")
+        assert reply.choices[0].finish_reason == "tool_calls" and calls_of(reply)
+        none = client.chat.completions.create(model=MODEL, messages=messages, tools=[DAYS, SEARCH],
+                                              tool_choice="none")
+        assert not calls_of(none) and none.choices[0].message.content
+
+
+def test_allowed_tools_limits_the_choice(client):
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        {"type": "function", "function": {"name": "search_campus_info"}}]}}
+    reply = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS, SEARCH], tool_choice=choice)
+    assert [name for name, _ in calls_of(reply)] == ["search_campus_info"]
+
+
+def test_strict_tool_gets_every_required_field_and_nothing_else(client):
+    strict = {"type": "function", "function": {"name": "days_until_weekday", "strict": True, "parameters": {
+        "type": "object", "additionalProperties": False, "required": ["weekday", "time", "remind"],
+        "properties": {"weekday": {"type": "string", "enum": ["Monday", "Thursday"]},
+                       "time": {"type": ["string", "null"]}, "remind": {"type": "boolean"}}}}}
+    reply = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[strict])
+    [(name, args)] = calls_of(reply)
+    assert set(args) == {"weekday", "time", "remind"} and args["weekday"] == "Thursday"
+    assert isinstance(args["remind"], bool)
+
+
+def test_json_modes_give_json_and_json_schema_conforms(client):
+    import jsonschema
+
+    asked = [{"role": "user", "content": "When does the AI club meet? Reply in JSON."}]
+    text = client.chat.completions.create(model=MODEL, messages=asked,
+                                          response_format={"type": "json_object"}).choices[0].message.content
+    assert isinstance(json.loads(text), dict)
+    schema = {"type": "object", "additionalProperties": False, "required": ["answer", "confidence", "tags"],
+              "properties": {"answer": {"type": "string"}, "confidence": {"type": "number", "minimum": 0.5},
+                             "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}
+    for stream in (False, True):
+        reply = client.chat.completions.create(model=MODEL, messages=asked, stream=stream, response_format={
+            "type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema}})
+        text = ("".join(c.choices[0].delta.content or "" for c in reply if c.choices) if stream
+                else reply.choices[0].message.content)
+        jsonschema.validate(json.loads(text), schema)
+
+
+def test_logprobs_are_an_object_with_one_entry_per_token(client):
+    reply = client.chat.completions.create(model=MODEL, messages=HI, logprobs=True, top_logprobs=3)
+    content = reply.choices[0].logprobs.content
+    assert "".join(t.token for t in content) == reply.choices[0].message.content
+    assert all(t.logprob == 0.0 and len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token for t in content)
+    called = client.chat.completions.create(model=MODEL, messages=WHEN, tools=[DAYS], logprobs=True)
+    assert called.choices[0].logprobs.content == []  # tool calls only: no content tokens, never None
+    chunks = list(client.chat.completions.create(model=MODEL, messages=HI, logprobs=True, stream=True))
+    streamed = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+    assert [t.token for t in streamed] == [t.token for t in content]
+
+
+def test_embeddings_honour_base64_and_dimensions(client):
+    import base64
+
+    import numpy as np
+
+    from helpers.embeddings import local_embed
+
+    full = local_embed(["the AI club"])[0]
+    status, answer = post({"model": "local/all-minilm-l6-v2", "input": "the AI club", "encoding_format": "base64",
+                           "dimensions": 64}, path="/v1/embeddings")
+    vector = np.frombuffer(base64.b64decode(answer["data"][0]["embedding"]), dtype="<f4")
+    assert status == 200 and vector.shape == (64,) and abs(np.linalg.norm(vector) - 1) < 1e-5
+    assert np.allclose(vector, full[:64] / np.linalg.norm(full[:64]), atol=1e-6)
+    short = client.embeddings.create(model="local/all-minilm-l6-v2", input="the AI club", dimensions=8)
+    assert len(short.data[0].embedding) == 8
+    status, answer = post({"model": "local/all-minilm-l6-v2", "input": "x", "dimensions": 4096}, path="/v1/embeddings")
+    assert status == 400 and answer["error"]["param"] == "dimensions"
+
+
+# ---------------------------------------------------------------- what the real API rejects, and how it says so
+
+def test_message_name_must_match_the_api_pattern():
+    status, answer = post(chat(messages=[{"role": "user", "content": "hi", "name": "Ada Lovelace"}]))
+    assert status == 400 and answer["error"]["param"] == "messages[0].name"
+    assert answer["error"]["code"] == "invalid_value" and "^[a-zA-Z0-9_-]+$" in answer["error"]["message"]
+    assert post(chat(messages=[{"role": "user", "content": "hi", "name": "Ada_Lovelace-1"}]))[0] == 200
+
+
+def test_logit_bias_keys_must_be_token_ids():
+    status, answer = post(chat(logit_bias={"hello": 5}))
+    assert status == 400 and answer["error"]["param"] == "logit_bias.hello"
+    assert post(chat(logit_bias={"50256": -100, "1": 5}))[0] == 200
+
+
+def test_error_bodies_carry_the_api_code_and_the_message_index():
+    history = HI + [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "And?"},
+                    {"role": "user"}]
+    cases = [(chat(messages=history), "messages[3].content", "missing_required_parameter"),
+             (chat(temperature="hot"), "temperature", "invalid_type"),
+             (chat(n=200), "n", "integer_above_max_value"),
+             (chat(service_tier="turbo"), "service_tier", "invalid_value"),
+             (chat(colour="blue"), "colour", "unknown_parameter"),
+             ({"messages": HI}, "model", "missing_required_parameter"),
+             (chat(messages=HI + [{"role": "user", "content": "x", "mood": "happy"}]), "messages[1].mood",
+              "unknown_parameter"),
+             (chat(messages=HI + [{"role": "tool", "tool_call_id": "gone", "content": "3"}]), "messages[1].role",
+              "invalid_value")]
+    for body, param, code in cases:
+        status, answer = post(body)
+        assert status == 400 and (answer["error"]["param"], answer["error"]["code"]) == (param, code), answer
+    status, answer = post({"model": "gpt-nope", "messages": HI})
+    assert status == 404 and answer["error"]["code"] == "model_not_found" and answer["error"]["param"] == "model"
+
+
+# ---------------------------------------------------------------- no 500s, no 405s
+
+def test_deeply_nested_json_in_a_tool_result_is_answered_not_a_500():
+    deep = "[" * 5000 + "]" * 5000
+    call = {"id": "call_1", "type": "function", "function": {"name": "days_until_weekday", "arguments": deep}}
+    messages = WHEN + [{"role": "assistant", "content": None, "tool_calls": [call]},
+                       {"role": "tool", "tool_call_id": "call_1", "content": deep}]
+    status, answer = post(chat(messages=messages, tools=[TOOL]))
+    assert status == 200, answer
+    nested_body = '{"model": "offline/stand-in", "messages": ' + "[" * 5000 + "]" * 5000 + "}"
+    status, answer = post(None, raw=nested_body.encode())
+    assert status == 400 and "nests" in answer["error"]["message"]
+
+
+def test_a_model_can_be_retrieved_by_id(client):
+    assert client.models.retrieve(MODEL).id == MODEL
+    assert client.models.retrieve("local/all-minilm-l6-v2").owned_by == "offline"
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("gpt-nope")
+    assert info.value.body["code"] == "model_not_found"
+
+
+SCHEMA_WORDS = st.sampled_from(["type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf",
+                                "allOf", "$ref", "minimum", "maximum", "minLength", "maxLength", "pattern",
+                                "minItems", "maxItems", "additionalProperties", "multipleOf", "format", "x"])
+SCHEMA_JUNK = st.recursive(
+    SCALARS | st.sampled_from(["object", "string", "integer", "number", "array", "boolean", "null", "#", "#/$defs/a",
+                               "^[a-z]+$", "date-time"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SCHEMA_WORDS | st.text(max_size=4), inner,
+                                                                max_size=4), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=SCHEMA_JUNK, strict=st.booleans())
+def test_any_schema_in_a_forced_call_or_a_json_schema_reply_is_a_200_or_a_400(schema, strict):
+    """Schemas are the learner's: whatever they hold, the stand-in answers or explains, never a 500."""
+    params = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+    if strict:
+        params["additionalProperties"] = False
+    tool = {"type": "function", "function": {"name": "f", "strict": strict, "parameters": params}}
+    status, answer = post(chat(tools=[tool], tool_choice="required"))
+    assert status in (200, 400), answer
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "strict": strict, "schema": params}}
+    status, answer = post(chat(response_format=fmt))
+    assert status in (200, 400), answer
