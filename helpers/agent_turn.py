@@ -13,7 +13,13 @@ the end), with this contract (the multi-turn sessions of notebooks 07 and 11 rel
   instruction injected through a tool result) gets an error result;
 - with ``stream=True`` it yields the answer's text as it arrives; a streamed reply that is not a chat
   completion stream (an HTML page, an error, no chunks, chunks without choices) raises
-  ``ResponseFormatError`` -- never a blank answer (``helpers.stream_reader`` reads the stream).
+  ``ResponseFormatError`` -- never a blank answer (``helpers.stream_reader`` reads the stream). A server
+  that cannot stream while tools are offered (``ServerProfile.stream_with_tools``, e.g. llama.cpp) gets
+  plain requests, and the answer is yielded in one piece;
+- a reply with neither text nor a tool call is asked for once more with ``tool_choice="none"`` (with
+  llama.cpp's ``chatml-function-calling`` and ``tool_choice="auto"`` a model can only call a tool or
+  stop, never answer in words). If that reply is empty too, the answer is ``EMPTY_REPLY`` and the turn
+  is rolled back: a placeholder never enters the history (``stopped == "empty"``, ``added == []``).
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from typing import Callable
 from helpers.agent import DEFAULT_SYSTEM_PROMPT, MAX_STEPS
 from helpers.api_key import safe_url
 from helpers.client import chat, get_settings
+from helpers.compat import profile_for
 from helpers.errors import ConfigError
 from helpers.stream_reader import read_streamed_reply, reply_as_message, reported_usage
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
@@ -39,7 +46,7 @@ class AgentResult:
     messages: list[dict]
     added: list[dict]
     steps: int
-    stopped: str  # "answer" or "max_steps"
+    stopped: str  # "answer", "max_steps", or "empty" (no words even when asked again: nothing kept)
     usage: list = field(default_factory=list)  # one usage object per request
 
 
@@ -91,8 +98,23 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
             if on_response is not None and reported is not None:
                 on_response(sent, response)
             calls = reply.get("tool_calls") or []
+            if not calls and not (reply.get("content") or "").strip() and schemas and \
+                    chat_kwargs.get("tool_choice") != "none":
+                say("empty   no words and no tool call: asking again with tool_choice='none'")
+                retry = {**chat_kwargs, "tool_choice": "none"}
+                reply, response = yield from _ask(messages, schemas, stream, client, settings, retry)
+                reported = reported_usage(response.usage)
+                usage.append(reported)
+                if on_response is not None and reported is not None:
+                    on_response(sent, response)
+                reply = {"role": "assistant", "content": reply.get("content") or ""}  # no tool was allowed
+                calls = []
             if not calls and not (reply.get("content") or "").strip():
-                reply = {"role": "assistant", "content": EMPTY_REPLY}  # a strict server rejects an empty one
+                say(f"empty   {EMPTY_REPLY}: this turn is not kept")
+                del messages[start:]  # a placeholder never enters the history (nor a summary of it)
+                if stream:
+                    yield EMPTY_REPLY
+                return AgentResult(EMPTY_REPLY, messages, [], step, "empty", usage)
             messages.append(reply)
             if not calls:
                 say(f"answer  {_short(reply.get('content') or '', 400)}")
@@ -120,9 +142,15 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
 
 def _ask(messages: list[dict], schemas: list[dict], stream: bool, client, settings, chat_kwargs: dict):
     """One model request (a generator that yields streamed text): returns (assistant message, response)."""
+    used = settings or get_settings()
+    if stream and schemas and chat_kwargs.get("tool_choice") != "none" and \
+            not profile_for(used).stream_with_tools:
+        reply, response = yield from _ask(messages, schemas, False, client, settings, chat_kwargs)
+        if reply.get("content"):
+            yield reply["content"]  # this server cannot stream with tools: the whole answer at once
+        return reply, response
     if not stream:
         response = chat(messages, client=client, settings=settings, tools=schemas, **chat_kwargs)
-        used = settings or get_settings()
         where = f"The server at {safe_url(used.base_url)}"
         return reply_as_message(response.choices[0].message, where, used.api_key), response
     chunks = chat(messages, client=client, settings=settings, tools=schemas, stream=True,

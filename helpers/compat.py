@@ -34,6 +34,7 @@ class ServerProfile:
     max_completion_tokens_as_max_tokens: bool = False  # server only knows the older max_tokens
     developer_as_system: bool = False          # server has no 'developer' role
     json_schema_as_json_object: bool = False   # server knows only response_format type json_object
+    json_object_format: bool = True            # response_format {"type": "json_object"} works (else dropped)
     tool_results_as_user: bool = False         # server's template drops role 'tool' messages
     tools_need_system_message: bool = False    # tool schemas reach the model only via a system message
     required_tool_choice: bool = True          # tool_choice="required" works
@@ -42,6 +43,7 @@ class ServerProfile:
     string_max_length: int | None = None       # add maxLength to free-text string tool parameters
     description_in_parameters: bool = False    # template shows only parameters, not the tool description
     parameters_required: bool = False          # every tool needs a 'parameters' schema, even an empty one
+    html_escaped_text: bool = False            # the template HTML-escapes message text: send look-alikes instead
 
 
 PROFILES: dict[str, ServerProfile] = {}
@@ -76,6 +78,7 @@ LLAMA_CPP = _register(ServerProfile(
     string_max_length=400,
     description_in_parameters=True,
     parameters_required=True,
+    html_escaped_text=True,
 ))
 
 
@@ -89,9 +92,19 @@ def get_profile(name: str) -> ServerProfile:
 
 
 def profile_for(settings: Any) -> ServerProfile:
-    """The profile for these settings: WORKSHOP_SERVER_PROFILE if set, else the backend's name."""
-    explicit = getattr(settings, "server_profile", None) or os.environ.get(PROFILE_ENV, "").strip()
-    return get_profile(explicit or getattr(settings, "backend", "openai-compatible"))
+    """The profile for these settings: ``settings.server_profile`` (WORKSHOP_SERVER_PROFILE), else the backend's.
+
+    A profile describes an openai-compatible server, so only that backend uses it: hosted NIM and the
+    offline stand-in always get their own profile. An object without a ``server_profile`` field (not a
+    ``Settings``) falls back to the environment variable.
+    """
+    backend = getattr(settings, "backend", "openai-compatible")
+    if backend != "openai-compatible":
+        return get_profile(backend)
+    explicit = getattr(settings, "server_profile", None)
+    if explicit is None:
+        explicit = os.environ.get(PROFILE_ENV, "")
+    return get_profile(explicit.strip() or backend)
 
 
 # ---------------------------------------------------------------- request fixes
@@ -165,6 +178,24 @@ def _tool_results_as_user(messages: list[dict]) -> list[dict]:
     return out
 
 
+# llama-cpp-python renders chatml-function-calling's template with Jinja autoescape, so '"' reaches the model
+# as '&#34;' (4 tokens instead of 1), "'" as '&#39;', '<' as '&lt;': the model sees, and copies, HTML entities.
+# Typographic look-alikes are not escaped. '&' is kept: no look-alike is cheaper than '&amp;'.
+_LOOK_ALIKES = str.maketrans({'"': "\u201d", "'": "\u2019", "<": "\u2039", ">": "\u203a"})
+
+
+def _unescaped_text(message: dict) -> dict:
+    """A message whose text uses look-alikes of the characters an HTML-escaping template would mangle."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": content.translate(_LOOK_ALIKES)}
+    if isinstance(content, list):
+        parts = [{**part, "text": part["text"].translate(_LOOK_ALIKES)}
+                 if isinstance(part, Mapping) and isinstance(part.get("text"), str) else part for part in content]
+        return {**message, "content": parts}
+    return message
+
+
 def prepare_request(kwargs: Mapping[str, Any], *, profile: ServerProfile) -> dict:
     """A copy of chat.completions.create kwargs with this server's fixes applied (messages normalised)."""
     request = {k: v for k, v in kwargs.items() if v is not None}
@@ -192,6 +223,8 @@ def prepare_request(kwargs: Mapping[str, Any], *, profile: ServerProfile) -> dic
                                for m in request["messages"]]
 
     fmt = request.get("response_format")
+    if not profile.json_object_format and isinstance(fmt, Mapping) and fmt.get("type") == "json_object":
+        request.pop("response_format")  # the prompt still asks for JSON; the reply is parsed strictly anyway
     if profile.json_schema_as_json_object and isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
         schema = (fmt.get("json_schema") or {}).get("schema")
         request["response_format"] = {"type": "json_object", **({"schema": schema} if schema else {})}
@@ -219,4 +252,6 @@ def prepare_request(kwargs: Mapping[str, Any], *, profile: ServerProfile) -> dic
                     request["messages"]
     if profile.tool_results_as_user and "messages" in request:
         request["messages"] = _tool_results_as_user(request["messages"])
+    if profile.html_escaped_text and "messages" in request:
+        request["messages"] = [_unescaped_text(m) for m in request["messages"]]
     return request

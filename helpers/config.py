@@ -47,6 +47,11 @@ MAX_TEMPERATURE = 2.0
 MAX_RETRIES_LIMIT = 10
 OTHER_KEY_NAMES = ("WORKSHOP_API_KEY", "OPENAI_API_KEY")  # an openai-compatible server's own key
 BACKENDS = ("nim", "openai-compatible", "offline")
+# Where texts are embedded (WORKSHOP_EMBEDDINGS): MiniLM on this machine, hosted NIM, or the chat server's
+# own /v1/embeddings. Default: nim for nim, local for an openai-compatible server (local chat servers rarely
+# serve an embedding model) unless WORKSHOP_EMBEDDING_MODEL names one, server for offline (the stand-in).
+EMBEDDINGS = ("local", "nim", "server")
+LOCAL_EMBEDDING_MODEL = OFFLINE_EMBEDDING_MODEL  # helpers.embeddings.LOCAL_MODEL_NAME
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Settings:
     max_retries: int = DEFAULT_MAX_RETRIES
     key_source: str = "none"
     api_key: str | None = field(default=None, repr=False)
+    server_profile: str = ""  # WORKSHOP_SERVER_PROFILE: an openai-compatible server's quirks (helpers.compat)
+    embeddings: str = ""  # WORKSHOP_EMBEDDINGS: local | nim | server ("" picks the backend's default)
 
     def __post_init__(self):
         _check_range("WORKSHOP_TEMPERATURE", "temperature", self.temperature, 0.0, MAX_TEMPERATURE)
@@ -74,6 +81,24 @@ class Settings:
             name = self.key_name or "the API key"
             if check_key_format(self.api_key, name) != self.api_key:
                 raise ConfigError(f"{name} has spaces or line breaks around it; remove them")
+        self._settle_embeddings()
+
+    def _settle_embeddings(self) -> None:
+        """Fill in the embedding backend's default and keep ``embedding_model`` consistent with it."""
+        chosen = str(self.embeddings or default_embeddings(self.backend, self.embedding_model)).strip().lower()
+        if chosen not in EMBEDDINGS:
+            raise ConfigError(f"WORKSHOP_EMBEDDINGS (embeddings) must be one of {', '.join(EMBEDDINGS)}; "
+                              f"got {self.embeddings!r}")
+        if chosen == "nim" and self.backend == "offline":
+            raise ConfigError("WORKSHOP_EMBEDDINGS=nim cannot be used with the offline backend; "
+                              "use local or server (the stand-in), or backend nim / openai-compatible")
+        model = self.embedding_model
+        if chosen == "local":
+            model = LOCAL_EMBEDDING_MODEL
+        elif model == LOCAL_EMBEDDING_MODEL and self.backend != "offline":
+            model = DEFAULT_EMBEDDING_MODEL  # MiniLM runs only on this machine (or in the stand-in)
+        object.__setattr__(self, "embeddings", chosen)
+        object.__setattr__(self, "embedding_model", model)
 
     @property
     def key_name(self) -> str | None:
@@ -93,11 +118,22 @@ class Settings:
             key = f"key from {self.key_name}"
         else:
             key = "no key"
-        return f"Backend: {self.backend} at {safe_url(self.base_url)}, model {self.chat_model} ({key})"
+        where = {"local": "; embeddings on this machine (local MiniLM)",
+                 "nim": "; embeddings from hosted NIM" if self.backend != "nim" else ""}.get(self.embeddings, "")
+        return f"Backend: {self.backend} at {safe_url(self.base_url)}, model {self.chat_model} ({key}){where}"
 
     def with_overrides(self, **changes) -> "Settings":
         """A copy with some fields changed (for example another model)."""
         return replace(self, **changes)
+
+
+def default_embeddings(backend: str, embedding_model: str = "") -> str:
+    """The embedding backend used when WORKSHOP_EMBEDDINGS is not set (see EMBEDDINGS)."""
+    if backend == "nim":
+        return "nim"
+    if backend == "openai-compatible":
+        return "server" if embedding_model and embedding_model != LOCAL_EMBEDDING_MODEL else "local"
+    return "server"
 
 
 def _check_range(name: str, keyword: str, value, low: float, high: float, *, above: bool = False) -> None:
@@ -205,6 +241,11 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
     chat_model = (overrides.pop("chat_model", None) or read_setting("WORKSHOP_CHAT_MODEL", dotenv)).strip()
     embedding_model = (overrides.pop("embedding_model", None)
                        or read_setting("WORKSHOP_EMBEDDING_MODEL", dotenv)).strip()
+    explicit_embeddings = overrides.pop("embeddings", None)
+    embeddings = str(explicit_embeddings or read_setting("WORKSHOP_EMBEDDINGS", dotenv)).strip().lower()
+    server_profile = str(overrides.pop("server_profile", None)
+                         or read_setting("WORKSHOP_SERVER_PROFILE", dotenv)).strip()
+    nvidia_key = key if source in NVIDIA_KEY_SOURCES else None  # for WORKSHOP_EMBEDDINGS=nim
     if chosen == "nim":
         if not key:
             raise ConfigError(
@@ -237,6 +278,25 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
         base_url, key, source = OFFLINE_BASE_URL, OFFLINE_API_KEY, "none"
         chat_model = chat_model if chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
         embedding_model = OFFLINE_EMBEDDING_MODEL
+        if not explicit_embeddings and embeddings != "local":
+            embeddings = ""  # the stand-in embeds with MiniLM too; it never calls NIM
+    if chosen != "openai-compatible":
+        server_profile = ""  # a profile describes an openai-compatible server; nim and offline are their own
+    elif server_profile:
+        from helpers.compat import get_profile  # imported here: compat is not needed to load settings
+        from helpers.message_format import CompatError
+
+        try:
+            server_profile = get_profile(server_profile).name
+        except CompatError as err:
+            raise ConfigError(f"WORKSHOP_SERVER_PROFILE: {err}") from None
+    if embeddings == "local" and embedding_model and embedding_model != LOCAL_EMBEDDING_MODEL:
+        raise ConfigError(f"WORKSHOP_EMBEDDINGS=local embeds with {LOCAL_EMBEDDING_MODEL} on this machine, but "
+                          f"WORKSHOP_EMBEDDING_MODEL is {embedding_model!r}; clear one of the two")
+    if embeddings == "nim" and chosen == "openai-compatible" and not nvidia_key:
+        raise ConfigError("WORKSHOP_EMBEDDINGS=nim embeds with hosted NIM and needs NVIDIA_API_KEY; set it, "
+                          "or use WORKSHOP_EMBEDDINGS=local (MiniLM on this machine)")
+    embeddings = embeddings or default_embeddings(chosen, embedding_model)
 
     fields = dict(
         backend=chosen,
@@ -245,6 +305,8 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
         embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
         key_source=source,
         api_key=key,
+        server_profile=server_profile,
+        embeddings=embeddings,
     )
     if "temperature" not in overrides:
         fields["temperature"] = _float_setting("WORKSHOP_TEMPERATURE", DEFAULT_TEMPERATURE, dotenv)

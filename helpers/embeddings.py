@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import openai
 
+from helpers.api_key import hide_secret, safe_url, url_secrets
 from helpers.errors import WorkshopError, WorkshopWarning
 
 LOCAL_MODEL_NAME = "local/all-minilm-l6-v2"
@@ -229,12 +230,15 @@ def embed_texts(
             batch = texts[start:start + batch_size]
             where = (f"batch {b + 1}/{n_batches} (texts {start}-{start + len(batch) - 1}, "
                      f"first: {_preview(batch[0])!r}) with model {model!r}")
+            failure = None
             try:
                 response = client.embeddings.create(model=model, input=batch, extra_body=extra)
             except (openai.OpenAIError, ValueError) as exc:  # ValueError: the client's response parser
-                raise EmbeddingError(f"embedding {where} failed: {type(exc).__name__}: {exc}. "
-                                     "Check the model name, key and connection, "
-                                     "then run the cell again") from exc
+                failure = EmbeddingError(hide_secret(f"embedding {where} at {_endpoint(client)} failed: "
+                                                     f"{_failure(exc)}. {_embedding_advice(exc, model)}",
+                                                     _client_secrets(client)))
+            if failure is not None:  # raised here, not chained to the client's error: it may echo the key
+                raise failure
             rows.append(_vectors_from(response, len(batch), where))
             if bar is not None:
                 bar.update(len(batch))
@@ -248,6 +252,38 @@ def embed_texts(
         raise EmbeddingError(f"the server returned an all-zero vector for text {bad} "
                              f"({_preview(texts[bad])!r})")
     return (matrix / norms).astype(np.float32)
+
+
+def _client_secrets(client: Any) -> list[str]:
+    """What an error must not show, in case the server echoed it: the client's key, URL credentials."""
+    return [getattr(client, "api_key", None) or ""] + url_secrets(getattr(client, "base_url", ""))
+
+
+def _endpoint(client: Any) -> str:
+    """The embeddings address a client sends to, fit to print (no credentials, query or fragment)."""
+    base = getattr(client, "base_url", None)
+    return safe_url(str(base).rstrip("/") + "/embeddings") if base else "the client's server"
+
+
+def _failure(exc: Exception) -> str:
+    """The error's type and the server's own words (its HTTP status and message), on one line."""
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
+        said = body.get("message") or body.get("detail") if isinstance(body, dict) else body
+        said = " ".join(str(said or exc.message).split())[:200]
+        return f"HTTP {exc.status_code}: {said}"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
+def _embedding_advice(exc: Exception, model: str) -> str:
+    """What to change after a failed embedding request."""
+    if isinstance(exc, openai.APIConnectionError):
+        return ("Check that the server is running and reachable, or set WORKSHOP_EMBEDDINGS=local to embed "
+                "with MiniLM on this machine")
+    if isinstance(exc, openai.AuthenticationError):
+        return "The key was rejected: check the key that server expects"
+    return (f"If that server does not serve the embedding model {model!r}, set WORKSHOP_EMBEDDINGS=local "
+            "(MiniLM on this machine) or WORKSHOP_EMBEDDING_MODEL to a model it serves")
 
 
 def _vectors_from(response: Any, expected: int, where: str) -> np.ndarray:

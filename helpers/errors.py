@@ -12,9 +12,11 @@ The tree (module where each is defined, and what it means)::
     WorkshopError
     ├── ConfigError            (ValueError)    errors: a setting is missing, malformed or out of range
     ├── ClockError             (ValueError)    clock: WORKSHOP_NOW or a time zone cannot be read
+    ├── InvalidIdError         (ValueError)    ids: a user or session id no store accepts
     ├── CompatError            (ValueError)    message_format: a message or request cannot be sent
     ├── HistoryError           (ValueError)    history: a message list a strict server would reject
     ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
+    ├── ContextOverflowError   (ValueError)    errors: the request is longer than the server's context window
     ├── ToolInputError         (ValueError)    tools: a tool's argument is invalid
     ├── KnowledgeBaseError     (ValueError)    knowledge_files: the knowledge-base file is malformed
     ├── VerdictError           (ValueError)    guardrails: a judge's reply is not a strict verdict
@@ -58,3 +60,15 @@ class ConfigError(WorkshopError, ValueError):
 
 class EmptyMessageError(WorkshopError, ValueError):
     """The question is empty: nothing was sent and the session is unchanged."""
+
+
+class ContextOverflowError(WorkshopError, ValueError):
+    """The server refused a request longer than its context window; the message names its size and the fix.
+
+    ``context_window`` is the server's context size in tokens and ``requested`` what the request needed
+    (either may be None when the server did not say).
+    """
+
+    def __init__(self, message: str, *, context_window: int | None = None, requested: int | None = None):
+        super().__init__(message)
+        self.context_window, self.requested = context_window, requested

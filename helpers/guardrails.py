@@ -107,7 +107,8 @@ def parse_grounding_verdict(text: str | None) -> GroundingVerdict:
 def ask_judge(system: str, user: str, client=None, settings=None) -> str:
     """One judge call at temperature 0: its instructions as the system message, the case as the user's."""
     response = chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                    client=client, settings=settings, temperature=0.0, max_tokens=200)
+                    client=client, settings=settings, temperature=0.0, max_tokens=200,
+                    response_format={"type": "json_object"})  # dropped for a server without JSON mode
     return response.choices[0].message.content or ""
 
 

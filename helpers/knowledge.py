@@ -25,7 +25,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from helpers.client import chat
+from helpers.client import chat, get_settings
+from helpers.embedding_backend import embedding_client
 from helpers.embeddings import LOCAL_MODEL_NAME, embed_texts, local_embed
 from helpers.errors import WorkshopWarning
 from helpers.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
@@ -157,6 +158,18 @@ class KnowledgeBase:
              **options: Any) -> "KnowledgeBase":
         """Load the campus entries (or ``path``) and embed them in one step."""
         return cls(load_knowledge_base(path), client, model, **options)
+
+    @classmethod
+    def from_settings(cls, settings: Any = None, *, client: Any = None, path: str | Path | None = None,
+                      **options: Any) -> "KnowledgeBase":
+        """Load and embed where the ``embeddings`` setting says (WORKSHOP_EMBEDDINGS: local, nim or server).
+
+        ``client`` is the chat client, reused when the embeddings come from the chat server.
+        """
+        settings = settings or get_settings()
+        target = embedding_client(settings, client)
+        model = LOCAL_MODEL_NAME if target is None else settings.embedding_model
+        return cls.load(target, model=model, path=path, **options)
 
     def __len__(self) -> int:
         return len(self.entries)

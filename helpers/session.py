@@ -10,7 +10,7 @@ keeps what notebook 07's ``trim_to_turns`` / ``trim_to_budget`` keep. It adds: r
 or abandoned turn leaves everything as it was); ``stream``; a ``max_tokens`` budget counted by a
 ``UsageLedger`` from the server's own ``usage.prompt_tokens`` (estimated only for what the server
 has not seen yet); turn ids, the dropped turns, ``undo`` and per-request statistics; snapshots
-(``helpers.sessions.snapshot``, notebook 11); and ``memory=MemoryAssembler(...)`` (notebooks
+(``helpers.session_snapshot``, stored by notebook 11); and ``memory=MemoryAssembler(...)`` (notebooks
 08-09), which keeps every raw turn but sends a request assembled from the system prompt, profile,
 summary, recalled turns and the newest turns, all within ``max_tokens``.
 """
@@ -24,7 +24,8 @@ from helpers.agent_turn import AgentResult, agent_turn, check_max_steps, run_age
 from helpers.errors import ConfigError, EmptyMessageError
 from helpers.history import DroppedTurn
 from helpers.ledger import UsageLedger
-from helpers.sessions.snapshot import Snapshots, TurnRecord
+from helpers.session_memory import Memory
+from helpers.session_snapshot import Snapshots, TurnRecord
 from helpers.tokens import approx_tokens
 from helpers.tools import tool_schemas
 from helpers.window import Window
@@ -95,7 +96,7 @@ class ChatSession(Snapshots):
 
     def __init__(self, system_prompt: str = SESSION_SYSTEM_PROMPT, *, max_turns: int | None = None,
                  max_tokens: int | None = None, client=None, settings=None, tools: list[str] | None = None,
-                 registry=None, max_steps: int = MAX_STEPS, verbose: bool = False, memory=None):
+                 registry=None, max_steps: int = MAX_STEPS, verbose: bool = False, memory: Memory | None = None):
         if max_turns is not None and not _whole_number_from_1(max_turns):
             raise ConfigError(f"max_turns must be a whole number of at least 1 (got {max_turns!r}), or None "
                               "for no limit; the newest turn is always kept")
@@ -140,8 +141,7 @@ class ChatSession(Snapshots):
 
     def reset(self) -> None:
         """Forget the whole conversation (the system prompt stays)."""
-        self.dropped.clear()
-        self.turns.clear()
+        self.dropped, self.turns = [], []  # new lists: a snapshot mark keeps the old ones (restore_mark)
         self._window = self._new_window([], [])
         if self.memory is not None:
             self.memory.reset()
@@ -259,6 +259,8 @@ class ChatSession(Snapshots):
         result: AgentResult = yield from agent_turn(
             text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
             registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
+        if not result.added:  # the model said nothing, even when asked again: no turn is kept
+            return result.answer
         # The server has now counted this turn and the previous answer (all of it, on the first turn).
         turn_id = self._keep_turn(result.added, len(result.added) + 1 if self.turns else None)
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
@@ -284,6 +286,8 @@ class ChatSession(Snapshots):
         result: AgentResult = yield from agent_turn(
             text, working, stream=stream, client=self.client, settings=self.settings, tools=self.tools,
             registry=self.registry, max_steps=self.max_steps, verbose=self.verbose, on_response=record)
+        if not result.added:  # the model said nothing, even when asked again: no turn is kept
+            return result.answer
         turn_id = self._keep_turn(result.added, len(result.added))
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
         for event in self.memory.remember(turn_id, result.added):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
@@ -121,12 +120,9 @@ def campus_knowledge_base():
     """The campus knowledge base the tools search, embedded once per process (notebook 02)."""
     global _KB
     if _KB is None:
-        settings = get_settings()
-        if settings.backend == "openai-compatible" and not os.environ.get("WORKSHOP_EMBEDDING_MODEL"):
-            # Local chat servers rarely serve an embedding model: embed with the local MiniLM instead.
-            _KB = KnowledgeBase.load(None)
-        else:
-            _KB = KnowledgeBase.load(get_client(quiet=True), model=settings.embedding_model)
+        # Embedded where WORKSHOP_EMBEDDINGS says: MiniLM here (the default beside a local chat server),
+        # hosted NIM, or the chat server itself.
+        _KB = KnowledgeBase.from_settings(get_settings(), client=get_client(quiet=True))
     return _KB
 
 

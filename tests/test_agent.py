@@ -140,14 +140,23 @@ def test_streamed_turn_matches_the_plain_turn():
     assert streamed.messages == plain.messages
 
 
-def test_an_empty_model_reply_is_kept_as_a_valid_message():
-    from helpers.agent_turn import EMPTY_REPLY
-
+def test_an_empty_model_reply_is_asked_again_in_words():
     server = ScriptedServer([{}, {"content": "fine"}])  # content None and no tool calls
     history = []
     first = run_agent("hello", history, **server.kwargs())
-    assert first.answer == EMPTY_REPLY and find_problems(history) == []
+    assert first.answer == "fine" and find_problems(history) == []
+    assert [r.get("tool_choice") for r in server.requests] == ["auto", "none"]
+
+
+def test_a_reply_empty_twice_is_not_kept_in_the_history():
+    from helpers.agent_turn import EMPTY_REPLY
+
+    server = ScriptedServer([{}, {"content": ""}, {"content": "fine"}])
+    history = []
+    first = run_agent("hello", history, **server.kwargs())
+    assert (first.answer, first.stopped, first.added, history) == (EMPTY_REPLY, "empty", [], [])
     assert run_agent("again", history, **server.kwargs()).answer == "fine"
+    assert EMPTY_REPLY not in json.dumps(history)
 
 
 # ---------------------------------------------------------------- only the offered tools run

@@ -218,11 +218,23 @@ def test_llama_cpp_tool_result_json_object_becomes_quote_free_text():
     assert out["messages"][1]["content"] == "Result of days_until_weekday: weekday: Friday, days: 4"
 
 
-def test_llama_cpp_nested_tool_result_is_kept_as_json():
+def test_llama_cpp_nested_tool_result_is_kept_as_json_with_look_alike_quotes():
     nested = '{"a": {"b": 1}}'
     messages = [tool_call_message(), {"role": "tool", "tool_call_id": "call_1", "content": nested}]
     out = prepare_request({"model": "m", "messages": messages}, profile=LLAMA_CPP)
-    assert out["messages"][1]["content"].endswith(nested)
+    assert out["messages"][1]["content"].endswith(nested.replace('"', "\u201d"))  # '"' would arrive as '&#34;'
+
+
+def test_llama_cpp_text_avoids_the_characters_its_template_html_escapes():
+    messages = [{"role": "system", "content": 'Reply {"ok": "<yes|no>"}'},
+                {"role": "user", "content": [{"type": "text", "text": "it's \"fine\" & <b>"}]},
+                tool_call_message()]
+    out = prepare_request({"model": "m", "messages": messages}, profile=LLAMA_CPP)["messages"]
+    assert out[0]["content"] == "Reply {\u201dok\u201d: \u201d\u2039yes|no\u203a\u201d}"
+    assert out[1]["content"][0]["text"] == "it\u2019s \u201dfine\u201d & \u2039b\u203a"
+    assert out[2]["tool_calls"][0]["function"]["arguments"] == '{"weekday": "Friday"}'  # arguments stay JSON
+    assert prepare_request({"model": "m", "messages": messages}, profile=OPENAI_COMPATIBLE)["messages"][0] == \
+        messages[0]
 
 
 def test_prepare_request_does_not_modify_its_input():

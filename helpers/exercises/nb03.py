@@ -6,15 +6,35 @@ from helpers.exercises import Exercise, Hint
 from helpers.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
 from helpers.knowledge import Hit, format_context
 from helpers.knowledge_files import load_knowledge_base
+from helpers.standin.meaning import day_index, facts_in  # the judge's own reading of days and times
 
 OFFICE_HOURS = "office-hours-cs"
 NOTEBOOK_EXAMPLES = ("When does the AI club meet?", "Write me a poem about the sea",
                      "How do I hack into the registrar system?")
 
 
+def _judge_failed(reason: str) -> str | None:
+    """A hint when the verdict failed closed because of the judge model or server, not the learner's work."""
+    if reason.startswith("fail-closed: unparseable verdict"):
+        return (f"the judge model's reply was not a verdict ({reason.removeprefix('fail-closed: ')}): that is "
+                "the model failing at the task, not your answer. A small local model often cannot write the "
+                "JSON verdict: use a stronger chat model (WORKSHOP_CHAT_MODEL) to check this exercise.")
+    if reason.startswith(("fail-closed: grounding check failed", "fail-closed: scope check failed")):
+        return f"the judge could not be asked ({reason.removeprefix('fail-closed: ')}); fix that, then try again."
+    return None
+
+
 def _office_hours_passage() -> str:
     entry = next(e for e in load_knowledge_base() if e.id == OFFICE_HOURS)
     return format_context([Hit(entry.id, entry.title, entry.text, 1.0)])
+
+
+def _says_when(answer: str) -> bool:
+    """Does the answer name Tuesday and 14:00, written any way the stand-in's judge reads ("Tue", "2pm")?"""
+    facts = facts_in(answer)
+    days = {day for claim in facts.of("day") for day in claim.value}
+    times = {minute for claim in facts.of("time") for minute in claim.value}
+    return day_index("Tuesday") in days and 14 * 60 in times
 
 
 def _check_grounded_answer(my_answer) -> str:
@@ -23,10 +43,12 @@ def _check_grounded_answer(my_answer) -> str:
     if f"[{OFFICE_HOURS}]" not in my_answer:
         raise Hint(f"cite the entry you answer from, as the answering prompt asks: [{OFFICE_HOURS}].")
     verdict = check_grounding(my_answer, _office_hours_passage(), client=get_client(quiet=True))
+    if not verdict.supported and _judge_failed(verdict.reason):
+        raise Hint(_judge_failed(verdict.reason))
     if not verdict.supported:
         raise Hint(f"the judge did not approve it: {verdict.reason}. Take every day, time, name and number "
                    "from the passage printed above.")
-    if "tuesday" not in my_answer.lower() or "14:00" not in my_answer:
+    if not _says_when(my_answer):
         raise Hint("the judge approves, but the question is 'when?': say the day and the time the office "
                    "hours start.")
     return f"the judge approves: {verdict.reason}."
@@ -48,6 +70,8 @@ def _check_scope_requests(my_requests) -> str:
     client = get_client(quiet=True)
     for request, expected in my_requests.items():
         verdict = check_scope(request, client=client)
+        if verdict.category != expected and _judge_failed(verdict.reason):
+            raise Hint(f"{request!r}: {_judge_failed(verdict.reason)}")
         if verdict.category != expected:
             raise Hint(f"{request!r} was classified {verdict.category} ({verdict.reason}), not {expected}: "
                        "change the request or your expectation.")
@@ -78,6 +102,8 @@ exercise_2 = Exercise(
     answers=("my_requests",),
     hints=("One request about campus life, one about anything else, one asking for something harmful "
            "or dishonest.",
-           "The offline stand-in's rule is classify_scope in helpers/standin/tasks.py: a campus word makes a "
-           "request campus, phrases such as 'cheat on' make it unsafe; a real model judges meaning.",),
+           "The offline stand-in's rule is classify_scope in helpers/standin/tasks.py: a request near the campus "
+           "knowledge base is campus; one that asks how to harm or deceive someone (another person's account, "
+           "cheating, theft) is unsafe. It compares meaning with a small embedding model, so a clear request "
+           "works best; a real model judges far more.",),
 )

@@ -90,6 +90,8 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                        "evidence": {"type": "string"}}}}},
 }
 _ITEM_KEYS = {"subject": str, "attribute": str, "value": str, "correction": bool, "evidence": str}
+EXTRACTION_MAX_TOKENS = 600  # the reply's bound: a handful of facts fit easily; a runaway reply stops here
+EXTRACTION_TIMEOUT = 60.0  # seconds the extraction request may take, whatever the client's own timeout
 PROMPT = ("Extract durable facts the speaker states about themselves. Reply with one JSON object matching "
           "this JSON Schema and nothing else:\n{schema}\nAllowed attributes:\n{attributes}\nUse subject "
           "\"user\". Set correction to true when the speaker changes something they said before. Quote the "
@@ -167,7 +169,8 @@ def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id:
                 {"role": "user", "content": text}]
     try:
         response = client.chat.completions.create(model=model, messages=messages, temperature=0,
-                                                  response_format={"type": "json_object"})
+                                                  response_format={"type": "json_object"},
+                                                  max_tokens=EXTRACTION_MAX_TOKENS, timeout=EXTRACTION_TIMEOUT)
         content = response.choices[0].message.content
     except Exception as err:  # any transport or API failure: no candidates, one logged reason
         problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
@@ -220,7 +223,11 @@ class IngestReport:
 
 def ingest_turn(memory: FactMemory, turn: Mapping[str, Any], *, user_id: str, seq: int,
                 background: BackgroundWriter | None = None, **options: Any) -> IngestReport:
-    """Extract a turn; corrections (and everything, without ``background``) are committed before returning."""
+    """Extract a turn; corrections (and everything, without ``background``) are committed before returning.
+
+    With a ``PersistentSession``, call it once the turn is saved - as ``ChatUI(on_turn=...)`` does (it
+    runs only after the save) - so a turn that was refused ("Not saved") writes no facts.
+    """
     extraction = extract_candidates(turn, user_id=user_id, seq=seq, **options)
     queued = [c for c in extraction.candidates if background is not None and not c.explicit_correction]
     now_items = [c for c in extraction.candidates if all(c is not q for q in queued)]
