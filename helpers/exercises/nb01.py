@@ -1,19 +1,17 @@
 """Exercises of notebook 01 (the first call): a system prompt that holds, and joining a streamed reply."""
 from __future__ import annotations
 
-import re
-
 from openai.types.chat import ChatCompletionChunk
 
 from helpers.client import chat, get_client
 from helpers.exercises import Exercise, Hint
+from helpers.standin.meaning import sentences  # counted as the stand-in counts: "Dr." ends no sentence
 
 QUESTIONS = ("Hello! What can you help me with?", "Hi there, who are you?", "When does the AI club meet?")
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 
 
 def _sentences(text: str) -> list[str]:
-    return [part for part in _SENTENCE_BREAK.split(text.strip()) if part]
+    return sentences(text.strip())
 
 
 def _check_system_prompt(my_system_prompt) -> str:
@@ -87,7 +85,8 @@ exercise_1 = Exercise(
     answers=("my_system_prompt",),
     hints=("The system prompt is where you set rules for every answer; say how long an answer may be.",
            "Add a sentence such as 'Answer in one sentence.' (the offline stand-in also understands "
-           "'brief' and 'concise').",),
+           "'a single sentence', 'briefly' or 'keep it short', and knows that 'never answer in one "
+           "sentence' asks for the opposite).",),
 )
 
 exercise_2 = Exercise(

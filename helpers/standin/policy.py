@@ -6,7 +6,18 @@ text or tool calls. The rules, in order:
 1. **Special tasks** named in the system prompt: a grounding judge or a scope
    classifier (notebook 03), a conversation summariser (notebook 08), a profile
    extractor (notebook 09). Each has its own rule (implemented in
-   ``helpers/standin/tasks.py``):
+   ``helpers/standin/tasks.py``, reading meaning through ``helpers/standin/meaning.py``):
+   - *grounding judge* (``judge_grounding``): every day, time, date, floor, room, code, number and
+     name the ANSWER states must be in the PASSAGES, compared by what it means: "Wed" ==
+     "Wednesday", "every wednesday" is not "Thursday"; "3pm to 5pm" == "15:00-17:00";
+     "5th floor" == "fifth floor" != "floor 3"; "Monday to Friday" == "weekdays"; "two weeks" is
+     not "two people". It checks the facts an answer names, not what the sentence says about them
+     ("closed on Sundays" supports a claim that names Sunday).
+   - *scope classifier* (``classify_scope``): unsafe when the request asks for harm by meaning
+     (near a kind of harm -- another person's account, cheating, theft, violence, ... -- rather
+     than its harmless twin; asking how to do a harmful act; acting without someone's consent or on
+     someone else's things); campus when it is near the campus knowledge base (the local model's
+     similarity plus the share of its informative words the nearest entry uses); else off_topic.
    - *summariser* (``summarise_conversation``): extractive. For every turn in the
      TURNS section it keeps the user's words (first two sentences, at most 30 words)
      and the final assistant answer (first sentence, at most 25 words) as one line
@@ -24,13 +35,16 @@ text or tool calls. The rules, in order:
      vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
      constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." ->
      preference. Reply: strict JSON ``{"facts": [...]}``.
-1b. **Questions about the user** ("who is my advisor?", "do you remember my locker
-   number?", "where do I live?", "what did I say about mornings?"), asked as the newest
-   message: answered without tools from the user's own statements in the request --
-   earlier user messages, ``[turn N] user: "..."`` quotes and ``- label: value`` lines in
-   memory blocks -- preferring statements over mentions, current over superseded values,
-   and the newest; with nothing that matches it says it doesn't know (the full rule is
-   in ``helpers/standin/tasks.py``).
+1b. **Questions about the user** ("who is my advisor?", "which locker is mine again?", "where
+   did I grow up?", "what did I say about mornings?", "who is visiting next month?"), asked as
+   the newest message: answered without tools from the user's own statements in the request --
+   earlier user messages, ``[turn N] user: "..."`` quotes and ``- label: value`` lines in memory
+   blocks -- matched by meaning (the same topic in other words) and by the kind of value asked (a
+   name, a person, a number, a time, a place), a correction winning over the value it replaced
+   and current over superseded values; with nothing that matches, a question that is surely about
+   the user gets "I don't know", never a guess, and a campus question asked in the first person
+   ("where can I print my essay?") goes on to the tools (the full rule is in
+   ``helpers/standin/tasks.py``).
    A newest message that only *states* profile facts (the profile extractor's rules
    match, no question mark) gets "Noted: ..." without tools; a bare acknowledgement
    ("ok", "thanks!") gets "You're welcome!".
@@ -51,8 +65,11 @@ text or tool calls. The rules, in order:
    ``[club-ai] AI Club: ...``) with the sentence most similar to the question (the
    local MiniLM model; below ``ANSWER_SIMILARITY`` it says it doesn't know), citing the
    entry id; otherwise a short honest reply.
-   System prompt directives it honours: "your name is X" (in a greeting), "one
-   sentence" / "brief" / "concise", "bullet points", "uppercase" / "shout".
+   System prompt directives it honours: "your name is X" (in a greeting); answer length --
+   "one sentence", "a single sentence", "1 sentence", "at most two sentences", "briefly", "keep
+   it short", "concise", and their negations ("never answer in one sentence", "don't be brief",
+   "write a paragraph"), read clause by clause by ``meaning.length_limit``; "bullet points";
+   "uppercase" / "shout" (each unless negated: "don't use bullet points").
 """
 from __future__ import annotations
 
@@ -61,7 +78,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from helpers.embeddings import local_embed
+from helpers.standin.meaning import asks_for, embed, length_limit, sentences
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
                                    extract_profile_facts, judge_grounding, summarise_conversation)
 
@@ -395,34 +412,34 @@ ANSWER_SIMILARITY = 0.40  # below this, no retrieved sentence answers the questi
 def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str:
     """Rule: answer with the passage sentence most similar to the question (local MiniLM embeddings),
     citing its id -- or say "I don't know" when no sentence reaches ANSWER_SIMILARITY."""
-    sentences = []
+    found = []
     for pid, body in passages:
         title, _, text = body.partition(":")
-        for sentence in re.split(r"(?<=[.!?])\s+", (text or title).strip()):
-            if sentence:
-                sentences.append((pid, title.strip(), sentence))
-    if not sentences:
+        for sentence in sentences((text or title).strip()):
+            found.append((pid, title.strip(), sentence))
+    if not found:
         return "I don't know: the provided context does not cover that."
-    vectors = local_embed([question] + [f"{title}: {sentence}" for _, title, sentence in sentences])
+    vectors = embed([question] + [f"{title}: {sentence}" for _, title, sentence in found])
     scores = vectors[1:] @ vectors[0]
-    best = max(range(len(sentences)), key=lambda i: (round(float(scores[i]), 6), -i))
+    best = max(range(len(found)), key=lambda i: (round(float(scores[i]), 6), -i))
     if scores[best] < ANSWER_SIMILARITY:
         return "I don't know: the provided context does not cover that."
-    pid, _, sentence = sentences[best]
+    pid, _, sentence = found[best]
     return f"{sentence.rstrip('.')} [{pid}]."
 
 
 def _style(text: str, system: str) -> str:
-    """Apply the few system-prompt directives the stand-in understands."""
-    s = system.lower()
+    """Apply the few system-prompt directives the stand-in understands (``helpers/standin/meaning.py`` reads
+    them clause by clause, negations included: "never answer in one sentence" is not a length limit)."""
     name = re.search(r"[Yy]our name is ([A-Z][\w-]*)", system)
     if name and text.startswith("Hello, I'm the"):
         text = text.replace("Hello, I'm the", f"Hello, I'm {name.group(1)}, running on the", 1)
-    if re.search(r"\bone sentence\b|\bbrief\b|\bconcise\b", s):
-        text = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
-    if re.search(r"\bbullet", s):
-        text = "\n".join(f"- {part}" for part in re.split(r"(?<=[.!?])\s", text) if part)
-    if "uppercase" in s or "shout" in s:
+    limit = length_limit(system)
+    if limit is not None:
+        text = " ".join(sentences(text)[:limit])
+    if asks_for(system, r"\bbullet"):
+        text = "\n".join(f"- {part}" for part in sentences(text) if part)
+    if asks_for(system, r"\buppercase\b|\bupper case\b|\bshout"):
         text = text.upper()
     return text
 

@@ -1,0 +1,189 @@
+"""How well the offline stand-in's rules read meaning: accuracy per rule on a fixed, hand-written case set.
+
+The cases are in ``benchmarks/data/standin_eval.jsonl`` (one JSON object a line), written for this
+evaluation -- not taken from the notebooks -- each with a fixed ``split``, decided when it was written:
+
+- ``tune`` (128): read while the rules were written;
+- ``heldout`` (127): written with ``tune``, split from it at random, first run once the rules were done;
+- ``fresh`` (77): written after that first held-out run (and before the fixes it led to), run once;
+- ``final`` (86): written after the ``fresh`` run (and before the fixes it led to), run once, last.
+
+``heldout`` and ``fresh`` were looked at after their first run and so became development data: only the
+first run of each is a held-out measurement (``--split dev`` is everything but ``final``). Each case
+names its rule:
+
+- **memory** -- a conversation (the user's statements, each answered "Noted.", and sometimes memory
+  blocks: recalled turns, a profile) and a question. Expected: an answer naming the current value (and
+  none it replaced), "I don't know" (``DONT_KNOW``) for a fact never stated, or campus search for a
+  campus question asked in the first person.
+- **scope** -- a request and its category (``campus``, ``off_topic``, ``unsafe``), asked with the
+  scope classifier's prompt from ``helpers.guardrails``.
+- **grounding** -- passages, an answer and the verdict (``supported`` / ``unsupported``), asked with
+  the grounding judge's prompt.
+- **length** -- a system prompt and a greeting; expected ``one`` sentence or ``more`` than one.
+
+Every case goes through ``helpers.standin.policy.decide``, the function the stand-in's server calls.
+``--memory-run`` also replays the memory benchmark's generated conversations through a real
+``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
+the current value and none of the values it replaced (slow: about a minute).
+
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|dev|all] [--show-failures]
+     [--memory-run]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("WORKSHOP_BACKEND", "offline")
+os.environ.setdefault("WORKSHOP_NOW", "2026-11-30T10:00:00-08:00")
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+from helpers.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT  # noqa: E402
+from helpers.standin.meaning import sentences  # noqa: E402
+from helpers.standin.policy import decide  # noqa: E402
+from helpers.standin.tasks import DONT_KNOW  # noqa: E402
+from helpers.tools import tool_schemas  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
+RULES = ("memory", "scope", "grounding", "length")
+TOOLS = tool_schemas()
+SYSTEM = "You are the Larkspur University campus assistant."
+
+
+def load_cases(split: str = "heldout", path: Path = DATA) -> list[dict]:
+    """The cases of one split (``all`` for every case, ``dev`` for all but ``final``), in file order."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for row in rows if split == "all" or row["split"] == split
+            or (split == "dev" and row["split"] != "final")]
+
+
+def _memory_messages(case: dict) -> list[dict]:
+    messages = [{"role": "system", "content": SYSTEM}]
+    messages += [{"role": "system", "content": block} for block in case.get("blocks", [])]
+    for text in case["said"]:
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+    return messages + [{"role": "user", "content": case["question"]}]
+
+
+def run_case(case: dict) -> tuple[bool, str]:
+    """(passed, what the stand-in replied) for one case."""
+    rule = case["rule"]
+    if rule == "memory":
+        decision = decide(_memory_messages(case), TOOLS)
+        if case["expect"] == "search":
+            names = [name for name, _ in decision.tool_calls]
+            return names[:1] == ["search_campus_info"], f"tools {names}" if names else decision.content
+        reply = decision.content or ""
+        if decision.tool_calls:
+            return False, f"tools {[name for name, _ in decision.tool_calls]}"
+        if case["expect"] == "dont_know":
+            return reply == DONT_KNOW, reply
+        low = reply.lower()
+        ok = (reply != DONT_KNOW and all(word.lower() in low for word in case["contains"])
+              and not any(word.lower() in low for word in case["excludes"]))
+        return ok, reply
+    if rule == "scope":
+        reply = decide([{"role": "system", "content": SCOPE_PROMPT},
+                        {"role": "user", "content": case["request"]}]).content
+        return json.loads(reply)["category"] == case["expect"], reply
+    if rule == "grounding":
+        prompt = f"PASSAGES:\n{case['passage']}\n\nANSWER:\n{case['answer']}"
+        reply = decide([{"role": "system", "content": GROUNDING_PROMPT},
+                        {"role": "user", "content": prompt}]).content
+        return json.loads(reply)["verdict"] == case["expect"], reply
+    if rule == "length":
+        reply = decide([{"role": "system", "content": case["system"]},
+                        {"role": "user", "content": case["question"]}]).content or ""
+        count = len(sentences(reply))
+        return (count == 1) if case["expect"] == "one" else (count > 1), f"{count} sentence(s): {reply}"
+    raise ValueError(f"unknown rule {rule!r} in case {case.get('id')}")
+
+
+def evaluate(cases: list[dict]) -> dict[str, dict]:
+    """Per rule: cases, passed, failures (id, reply) and the mean time per case in ms."""
+    out: dict[str, dict] = defaultdict(lambda: {"cases": 0, "passed": 0, "failures": [], "ms": 0.0})
+    for case in cases:
+        started = time.perf_counter()
+        ok, reply = run_case(case)
+        row = out[case["rule"]]
+        row["ms"] += 1000 * (time.perf_counter() - started)
+        row["cases"] += 1
+        row["passed"] += ok
+        if not ok:
+            row["failures"].append((case, reply))
+    for row in out.values():
+        row["ms"] /= max(row["cases"], 1)
+    return dict(out)
+
+
+def memory_run(seeds: list[int], turns: int = 200, facts: int = 20, show: bool = False) -> tuple[int, int]:
+    """Replay generated conversations with the hybrid memory; (answers naming the current value, probes)."""
+    from helpers.config import load_settings
+    from helpers.memory.assembler import MemoryAssembler
+    from helpers.memory.convgen import generate, scripted
+    from helpers.memory.evaluation import BUDGET, WINDOW, RecordingTransport
+    from helpers.session import ChatSession
+
+    named = total = 0
+    for conversation in [scripted(turns)] + [generate(seed, turns, facts) for seed in seeds]:
+        transport = RecordingTransport()
+        client, settings = transport.client(), load_settings("offline")
+        session = ChatSession(memory=MemoryAssembler(client=client, settings=settings), max_turns=WINDOW,
+                              max_tokens=BUDGET, client=client, settings=settings)
+        probes = {p.turn: p for p in conversation.probes}
+        hits = 0
+        for t, turn in enumerate(conversation.turns):
+            transport.turn, transport.long = t, turn.kind == "long"
+            answer = session.chat(turn.user).lower()
+            if t in probes:
+                probe = probes[t]
+                ok = probe.current.lower() in answer and not any(old.lower() in answer for old in probe.stale)
+                hits += ok
+                if show and not ok:
+                    print(f"    turn {t} {probe.question!r}: want {probe.current!r} -> {answer[:110]!r}")
+        print(f"  {conversation.name}: {hits} of {len(probes)} answers name the current value", flush=True)
+        named, total = named + hits, total + len(probes)
+    return named, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("heldout", "tune", "fresh", "final", "dev", "all"),
+                        default="heldout")
+    parser.add_argument("--show-failures", action="store_true")
+    parser.add_argument("--memory-run", action="store_true", help="also the generated 200-turn conversations")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    args = parser.parse_args()
+    cases = load_cases(args.split)
+    evaluate(cases[:1])  # load the embedding model before timing
+    results = evaluate(cases)
+    print(f"stand-in rules on the {args.split} split ({len(cases)} cases of {DATA.name}):")
+    print(f"  {'rule':<10}{'cases':>6}{'passed':>8}{'accuracy':>10}{'ms/case':>9}")
+    ok = True
+    for rule in RULES:
+        row = results.get(rule)
+        if not row:
+            continue
+        accuracy = row["passed"] / row["cases"]
+        ok &= accuracy >= 0.9
+        print(f"  {rule:<10}{row['cases']:>6}{row['passed']:>8}{accuracy:>9.1%}{row['ms']:>9.1f}")
+        if args.show_failures:
+            for case, reply in row["failures"]:
+                shown = next(case[k] for k in ("question", "request", "answer", "system") if k in case)
+                print(f"      {case['id']}: {shown!r} expected {case['expect']!r}; got {reply[:150]!r}")
+    if args.memory_run:
+        print("\nanswers to questions about the user in generated conversations (hybrid memory):")
+        named, total = memory_run(args.seeds, show=args.show_failures)
+        print(f"  all: {named} of {total} ({named / max(total, 1):.0%})")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

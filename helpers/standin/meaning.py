@@ -1,0 +1,729 @@
+"""How the offline stand-in reads meaning: the local embedding model plus ordinary normalising code.
+
+NOT a model: every rule here is written down, and each can be read and tested on its own.
+
+The stand-in's rules (``helpers/standin/tasks.py``, ``helpers/standin/policy.py``) compare what texts
+*say*, not how they are spelled. This module gives them the pieces:
+
+- **Similarity** (``embed``, ``similarity``): the local all-MiniLM-L6-v2 model, each text embedded once
+  per process and remembered (``CACHE_SIZE`` texts), so a repeated context costs nothing and a new
+  sentence about 3 ms. MiniLM judges *topic* well and *intent* or *negation* poorly, so no rule here
+  trusts a similarity on its own.
+- **Words** (``content_stems``, ``same_stem``): content words reduced to stems ("advises" and
+  "advisor", "parking" and "park" meet); stop words and question words are left out.
+- **Sentences** (``sentences``): a full stop after "Dr", "St", "a.m." or an initial does not end a
+  sentence, and nothing inside double quotes is split.
+- **Facts written many ways** (``facts_in``): weekdays in any case and common abbreviation ("Wed",
+  "thurs"), ranges ("Monday to Friday", "weekdays", "at weekends"); times in 12- or 24-hour form
+  ("3pm", "3 p.m.", "15:00", "15.00", "noon", "9 in the morning", "3-5pm"); dates ("20 January 2027",
+  "Jan 20th", "2027-01-20"); floors ("fifth floor" == "5th floor" == "floor 5", "ground floor",
+  "basement"); rooms ("Room 2B", "rooms 310 to 318"); codes ("LU-58213"); numbers in digits or words
+  ("twelve" == "12"), with the noun they count; and capitalised names.
+- **Campus nearness** (``campus_nearness``): how close a question is to the campus knowledge base:
+  the best entry's similarity plus the share of the question's informative words that entry uses.
+- **Harm** (``harm_signals``): see ``classify_scope`` in ``tasks.py`` for the rule that uses it.
+- **Length directives** (``length_limit``): what a system prompt says about answer length, with
+  negation ("never answer in one sentence").
+
+Where it stops: it knows English only, the facts above and nothing about the world; a paraphrase far from
+every wording it normalises, or a negation it does not parse, is read wrongly, and it says so in no way.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from helpers import embeddings
+from helpers.clock import WEEKDAYS
+
+# ---------------------------------------------------------------- similarity (the local model, cached)
+
+CACHE_SIZE = 8192  # texts remembered per process (about 13 MB of vectors)
+_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit vectors for ``texts`` (local MiniLM); each distinct text is embedded once per process."""
+    texts = [" ".join(t.split()) or "." for t in texts]
+    with _cache_lock:
+        missing = list(dict.fromkeys(t for t in texts if t not in _cache))
+    if missing:
+        vectors = embeddings.local_embed(missing)
+        with _cache_lock:
+            for text, vector in zip(missing, vectors):
+                _cache[text] = vector
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    with _cache_lock:
+        rows = []
+        for text in texts:
+            if text in _cache:
+                _cache.move_to_end(text)
+                rows.append(_cache[text])
+            else:  # evicted by another thread in between: embed it again
+                rows.append(embeddings.local_embed([text])[0])
+    return np.vstack(rows) if rows else np.zeros((0, embeddings.EMBEDDING_DIM), dtype=np.float32)
+
+
+def similarity(text: str, others: list[str]) -> np.ndarray:
+    """Cosine similarity of ``text`` with each of ``others``."""
+    if not others:
+        return np.zeros(0, dtype=np.float32)
+    vectors = embed([text] + list(others))
+    return vectors[1:] @ vectors[0]
+
+
+# ---------------------------------------------------------------- words
+
+STOP = frozenset("""a an the is are was were be been being am do does did done doing have has had having of to
+in on at for and or but if then than so as by with about from into onto over under up down out off what when
+where which who whom whose why how that this those these it its it's there here their them they he she his her
+him we our us you your yours i i'm i've i'd me my mine myself can could would will shall should may might must
+let please tell say said told know knew remember recall remind again still just really actually also very too
+any some each every all no not nor only own same such more most much many other another one ones thing things
+something anything stuff way kind sort type yes ok okay hey hi hello now today usually ever even""".split())
+GENERIC = frozenset("name named called number code day date time place one thing stuff kind type current new "
+                    "old favourite favorite usual exact full main".split())
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_TERM = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*(?:'[a-z]+)?")  # "co-supervisor" is not "supervisor"
+_CONTRACTION = re.compile(r"'(?:s|re|m|ve|d|ll)$|n't$")
+
+
+def stem(word: str) -> str:
+    """A rough English stem: plural, -ing, -ed and -ly endings removed ("swimming" -> "swim")."""
+    w = word.lower().replace("’", "'")
+    w = w[:-2] if w.endswith(("'s", "s'")) else w.rstrip("'")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    for suffix, keep in (("ing", 3), ("ed", 3), ("ly", 4), ("es", 4), ("s", 3)):
+        if w.endswith(suffix) and len(w) - len(suffix) >= keep and not w.endswith(("ss", "us", "is")):
+            if suffix == "es" and not w[:-2].endswith(("s", "x", "z", "ch", "sh")):
+                continue
+            w = w[: -len(suffix)]
+            if suffix in ("ing", "ed") and len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
+                w = w[:-1]  # "swimm" -> "swim", "planned" -> "plan"
+            break
+    return w
+
+
+_ENDINGS = frozenset("e y ion ation ition ic ical al or er ee ment ive ist ism ity ure ance ence ant ent ous "
+                     "ory ate".split()) | {""}
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Two stems of one word family: equal, or a shared beginning of 5+ letters (85% of the shorter word)
+    followed by word endings only ("advis"/"advisor", "graduate"/"graduation", "allergic"/"allergy")."""
+    if a == b:
+        return True
+    shared = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        shared += 1
+    if shared < 5 or shared < 0.85 * min(len(a), len(b)) and not (b.startswith(a) or a.startswith(b)):
+        return False
+    return a[shared:] in _ENDINGS and b[shared:] in _ENDINGS
+
+
+def content_stems(text: str, *, generic: bool = True) -> set[str]:
+    """Stems of the content words of ``text`` (stop words left out; generic nouns too unless asked)."""
+    words = [_CONTRACTION.sub("", w) for w in _TERM.findall(text.lower().replace("’", "'"))]
+    words = [w for w in words if w not in STOP and len(w) > 1]
+    return {stem(w) for w in words if generic or w not in GENERIC}
+
+
+def shared_stems(a: set[str], b: set[str]) -> set[str]:
+    """The stems of ``a`` that have a family member in ``b``."""
+    return {x for x in a if any(same_stem(x, y) for y in b)}
+
+
+# ---------------------------------------------------------------- sentences
+
+_ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Rd|Ave|No|Apt|Jr|Sr|vs|etc|approx|e\.g|i\.e|"
+                           r"[ap]\.m)|\b[A-Z])\.$", re.I)
+
+
+_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'’”)])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text``: a line break ends one; "Dr.", "p.m." or an initial does not; quotes stay
+    whole."""
+    out: list[str] = []
+    for line in text.splitlines():
+        pieces: list[str] = []
+        for piece in _BREAK.split(line.strip()):
+            if pieces and (_ABBREVIATION.search(pieces[-1]) or pieces[-1].count('"') % 2):
+                pieces[-1] += " " + piece
+            elif piece:
+                pieces.append(piece)
+        out += pieces
+    return out
+
+
+# ---------------------------------------------------------------- numbers written as words
+
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+         "ninety": 90}
+NUMBER_WORDS: dict[str, int] = {w: i for i, w in enumerate(_UNITS)} | _TENS | {"dozen": 12, "hundred": 100}
+_ORDINAL_WORDS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+                  "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
+                  "twentieth").split()
+ORDINALS: dict[str, int] = {w: i + 1 for i, w in enumerate(_ORDINAL_WORDS)}
+_NUMBER_WORD = (r"(?:(?:" + "|".join(_TENS) + r")(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?|"
+                + "|".join(sorted(_UNITS + ["dozen", "hundred"], key=len, reverse=True)) + ")")
+_ORDINAL = r"(?:\d{1,3}(?:st|nd|rd|th)|" + "|".join(sorted(_ORDINAL_WORDS, key=len, reverse=True)) + ")"
+
+
+def number_value(word: str) -> int | float | None:
+    """The number a token names: "12", "twelve", "twenty-five", "12th", "third"; None otherwise."""
+    w = word.lower().strip()
+    if re.fullmatch(r"\d+", w):
+        return int(w)
+    if re.fullmatch(r"\d+[.,]\d+", w):
+        return float(w.replace(",", "."))
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", w):
+        return int(w[:-2])
+    if w in ORDINALS:
+        return ORDINALS[w]
+    if w in NUMBER_WORDS:
+        return NUMBER_WORDS[w]
+    parts = re.split(r"[- ]", w)
+    if len(parts) == 2 and parts[0] in _TENS and parts[1] in NUMBER_WORDS and NUMBER_WORDS[parts[1]] < 10:
+        return _TENS[parts[0]] + NUMBER_WORDS[parts[1]]
+    return None
+
+
+# ---------------------------------------------------------------- weekdays
+
+_DAY_NAMES = [d.lower() for d in WEEKDAYS]  # Monday first
+_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
+                  "fri": 4, "sat": 5, "sun": 6}
+_LOWER_OK = {"tue", "tues", "weds", "thu", "thur", "thurs", "fri"}  # "sun", "sat", "wed", "mon" are words too
+_DAY = (r"(?:(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|"
+        r"(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\.?)(?![a-z])")
+_DAY_RE = re.compile(r"\b" + _DAY, re.I)
+_DAY_RANGE = re.compile(r"\b(?:from\s+)?(" + _DAY + r")\s*(?:-|–|—|to|through|thru|till|until)\s*("
+                        + _DAY + r")", re.I)
+_DAY_GROUPS = [(re.compile(r"\bweek\s?days?\b|\bduring the week\b", re.I), range(0, 5)),
+               (re.compile(r"\bweek-?ends?\b", re.I), range(5, 7)),
+               (re.compile(r"\bevery day\b|\bdaily\b|\bseven days a week\b", re.I), range(0, 7))]
+
+
+def day_index(token: str) -> int | None:
+    """0 (Monday) .. 6 (Sunday) for a weekday written any way the stand-in reads; None otherwise."""
+    w = token.strip().rstrip(".")
+    low = w.lower()
+    for i, name in enumerate(_DAY_NAMES):
+        if low in (name, name + "s"):
+            return i
+    if low in _ABBREVIATIONS and (low in _LOWER_OK or w[:1].isupper()):
+        return _ABBREVIATIONS[low]
+    return None
+
+
+def _span_days(first: int, last: int) -> frozenset[int]:
+    return frozenset((first + i) % 7 for i in range((last - first) % 7 + 1))
+
+
+# ---------------------------------------------------------------- times
+
+_MERIDIEM = r"([ap])\.?\s?m\.?(?![a-z])"
+_CLOCK = r"(\d{1,2})(?:[:.](\d{2}))?"
+_TIME_RANGE = re.compile(r"\b" + _CLOCK + r"\s*(?:-|–|—|to|until|till)\s*" + _CLOCK + r"\s*" + _MERIDIEM,
+                         re.I)
+_TIME_12 = re.compile(r"\b" + _CLOCK + r"\s*" + _MERIDIEM, re.I)
+_TIME_24 = re.compile(r"(?<![\d$£€.,:])\b([01]?\d|2[0-4])[:.]([0-5]\d)\b(?![.,]?\d)")
+_TIME_WORDS = re.compile(r"\b(noon|midday|midnight)\b", re.I)
+_TIME_PART_OF_DAY = re.compile(r"\b(\d{1,2})(?::(\d{2}))?(?: o'clock)? (?:in the|at) "
+                               r"(morning|afternoon|evening|night)\b", re.I)
+_TIME_OCLOCK = re.compile(r"\b(\d{1,2}) o'clock\b", re.I)
+_TIME_BARE_RANGE = re.compile(r"\b(?:from|between) (\d{1,2}) (?:to|and|until|till|-) (\d{1,2})\b(?![:.]\d)",
+                              re.I)
+
+
+def _minutes(hour: int, minute: int, meridiem: str | None) -> frozenset[int] | None:
+    if minute > 59 or hour > 24 or (meridiem and not 1 <= hour <= 12):
+        return None
+    if meridiem:
+        hour = hour % 12 + (12 if meridiem.lower() == "p" else 0)
+    value = hour * 60 + minute
+    return frozenset({value % 1440, 1440} if value in (0, 1440) else {value})
+
+
+def _either(hour: int, minute: int = 0) -> frozenset[int] | None:
+    """An hour written without am/pm: either half of the day."""
+    if not 1 <= hour <= 12 or minute > 59:
+        return None
+    return frozenset({(hour % 12) * 60 + minute, (hour % 12 + 12) * 60 + minute})
+
+
+# ---------------------------------------------------------------- dates
+
+_MONTHS = ("january february march april may june july august september october november december").split()
+_MONTH = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])")
+_DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DATE_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?(?: of)? " + _MONTH + r"(?:,? (\d{4}))?", re.I)
+_DATE_MONTH_DAY = re.compile(r"\b" + _MONTH + r" (\d{1,2})(?:st|nd|rd|th)?\b(?:,? (\d{4}))?", re.I)
+
+
+def _month(word: str) -> int:
+    return next(i + 1 for i, m in enumerate(_MONTHS) if m.startswith(word.lower().rstrip(".")[:3]))
+
+
+# ---------------------------------------------------------------- floors, rooms, codes, numbers, names
+
+_FLOOR_WORD = re.compile(r"\b(ground|lower ground|basement)(?:[ -]floor| level)?\b", re.I)
+_FLOOR_BEFORE = re.compile(r"\b(" + _ORDINAL + r"|\d{1,2})[ -](?:floor|level|storey)\b", re.I)
+_FLOOR_AFTER = re.compile(r"\b(?:floor|level|storey)\s+(\d{1,2}|" + _NUMBER_WORD + r")\b", re.I)
+_ROOM = re.compile(r"\b(?:rooms?|rm\.?)\s+(?:no\.?\s*)?([a-z]?\d+[a-z]?)"
+                   r"(?:\s*(?:-|–|to|and|through)\s*([a-z]?\d+[a-z]?))?", re.I)  # "rooms 310 to 318"
+_CODE = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z-])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b|"
+                   r"\b(?=[A-Za-z]*\d)[A-Za-z]{1,3}\d{1,5}[A-Za-z]?\b|"
+                   r"\b\d{1,5}[A-Za-z]\b(?<!\d(?:st|nd|rd|th)\b)")  # "LU-58213", "B12", "2B"
+_NUMBER = re.compile(r"(\$|£|€)?\b(\d+(?:[.,]\d+)?(?:st|nd|rd|th)?|" + _NUMBER_WORD + r"|" + _ORDINAL
+                     + r")\b", re.I)
+_NAME_WORD = r"[A-Z][a-zA-Z'’]*[a-z][a-zA-Z'’-]*"
+_NAME = re.compile(r"\b" + _NAME_WORD + r"(?:\s+(?:of\s+|de\s+|van\s+)?" + _NAME_WORD + r")*")
+_PLACE_NOUNS = (r"(?:hall|house|lodge|building|centre|center|court|library|union|tower|auditorium|stadium|"
+                r"cafe|café)")
+_LOWER_PLACE = re.compile(r"\b([a-z][a-z'-]+) " + _PLACE_NOUNS + r"\b")
+_NOT_NAMES = {"i", "am", "pm", "room", "rooms", "floor", "level", "the", "a", "an"} | set(_MONTHS)
+_CURRENCY = {"$": "dollar", "£": "pound", "€": "euro"}
+
+
+@dataclass
+class Claim:
+    """One checkable thing a text states: its kind, what it means, and how it was written."""
+
+    kind: str          # day, time, date, floor, room, code, number, name
+    value: object
+    written: str
+
+
+@dataclass
+class Facts:
+    """Everything checkable in a text: the claims in order, and a lower-cased copy for names and codes."""
+
+    claims: list[Claim] = field(default_factory=list)
+    text: str = ""
+    words: list[str] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Claim]:
+        return [c for c in self.claims if c.kind == kind]
+
+
+def _blank(text: str, span: tuple[int, int]) -> str:
+    return text[:span[0]] + " " * (span[1] - span[0]) + text[span[1]:]
+
+
+def facts_in(text: str) -> Facts:
+    """The days, times, dates, floors, rooms, codes, numbers and names ``text`` states (module docstring)."""
+    found = Facts(text=text.lower(), words=_WORD.findall(text.lower()))
+    work = re.sub(r"\[[a-z0-9][\w-]*\]", lambda m: " " * len(m.group(0)), text)  # citations are not claims
+
+    def add(kind, value, match, group=0):
+        if value is not None:
+            found.claims.append(Claim(kind, value, match.group(group).strip()))
+        return value is not None
+
+    for pattern, order in ((_DATE_ISO, "ymd"), (_DATE_DAY_MONTH, "dmy"), (_DATE_MONTH_DAY, "mdy")):
+        for m in list(pattern.finditer(work)):
+            parts = dict(zip(order, m.groups()))
+            try:
+                month = int(parts["m"]) if order == "ymd" else _month(parts["m"])
+            except StopIteration:
+                continue
+            if parts["m"].lower() == "may" and not m.group(0)[0].isdigit() and not parts["m"][0].isupper():
+                continue  # "may 3" in "you may 3 times ..." is not a date
+            day, year = int(parts["d"]), int(parts["y"]) if parts.get("y") else None
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                add("date", (month, day, year), m)
+                work = _blank(work, m.span())
+    for m in list(_TIME_RANGE.finditer(work)):
+        h1, m1, h2, m2 = int(m.group(1)), int(m.group(2) or 0), int(m.group(3)), int(m.group(4) or 0)
+        mer = m.group(5)
+        end = _minutes(h2, m2, mer)
+        start = _minutes(h1, m1, mer)
+        if start is not None and end is not None and min(start) > min(end):  # "11 to 1pm": the start is am
+            start = _minutes(h1, m1, "a" if mer.lower() == "p" else "p")
+        if start is not None and end is not None:
+            found.claims.append(Claim("time", start, m.group(0).strip()))
+            found.claims.append(Claim("time", end, m.group(0).strip()))
+            work = _blank(work, m.span())
+    for pattern in (_TIME_12, _TIME_PART_OF_DAY, _TIME_24, _TIME_WORDS, _TIME_OCLOCK):
+        for m in list(pattern.finditer(work)):
+            if pattern is _TIME_12:
+                value = _minutes(int(m.group(1)), int(m.group(2) or 0), m.group(3))
+            elif pattern is _TIME_PART_OF_DAY:
+                hour, minute = int(m.group(1)), int(m.group(2) or 0)
+                part = m.group(3).lower()
+                pm = part in ("afternoon", "evening") or (part == "night" and hour < 12)
+                value = _minutes(hour, minute, "p" if pm else "a") if 1 <= hour <= 12 else None
+            elif pattern is _TIME_24:
+                value = _minutes(int(m.group(1)), int(m.group(2)), None)
+            elif pattern is _TIME_WORDS:
+                value = frozenset({0, 1440}) if m.group(1).lower() == "midnight" else frozenset({720})
+            else:
+                value = _either(int(m.group(1)))
+            if add("time", value, m):
+                work = _blank(work, m.span())
+    for m in list(_TIME_BARE_RANGE.finditer(work)):
+        a, b = _either(int(m.group(1))), _either(int(m.group(2)))
+        if a and b:
+            found.claims += [Claim("time", a, m.group(0)), Claim("time", b, m.group(0))]
+            work = _blank(work, m.span())
+    for m in list(_FLOOR_WORD.finditer(work)):
+        add("floor", -1 if m.group(1).lower() == "basement" else 0, m)
+        work = _blank(work, m.span())
+    for pattern in (_FLOOR_BEFORE, _FLOOR_AFTER):
+        for m in list(pattern.finditer(work)):
+            if add("floor", number_value(m.group(1)), m):
+                work = _blank(work, m.span())
+    for m in list(_ROOM.finditer(work)):
+        first, last = m.group(1).upper(), (m.group(2) or "").upper()
+        add("room", (first, last) if last else (first, first), m)
+        work = _blank(work, m.span())
+    for m in list(_DAY_RANGE.finditer(work)):
+        first, last = day_index(m.group(1)), day_index(m.group(2))
+        if first is not None and last is not None:
+            add("day", _span_days(first, last), m)
+            work = _blank(work, m.span())
+    for pattern, days in _DAY_GROUPS:
+        for m in list(pattern.finditer(work)):
+            add("day", frozenset(days), m)
+            work = _blank(work, m.span())
+    for m in list(_DAY_RE.finditer(work)):
+        index = day_index(m.group(0))
+        if index is not None:
+            add("day", frozenset({index}), m)
+            work = _blank(work, m.span())
+    for m in list(_CODE.finditer(work)):
+        add("code", m.group(0).lower(), m)
+        work = _blank(work, m.span())
+    for m in list(_NUMBER.finditer(work)):
+        value = number_value(m.group(2))
+        after = re.match(r"[\s-]*([a-z][a-z'-]*)", work[m.end():].lower())
+        unit = _CURRENCY.get(m.group(1) or "") or (after.group(1) if after else None)
+        if unit and (unit in STOP or number_value(unit) is not None):
+            unit = None
+        if value is None or (m.group(2).lower() == "one" and not unit):
+            continue
+        found.claims.append(Claim("number", (value, stem(unit) if unit else None), m.group(0).strip()))
+        work = _blank(work, m.span())
+    starts = {m.start(1) for m in re.finditer(r"(?:^|[.!?:;\n\"(]\s*|\s-\s)([A-Z])", work)}
+    for m in _NAME.finditer(work):
+        words = m.group(0).split()
+        while words and (words[0].lower() in _NOT_NAMES or day_index(words[0]) is not None):
+            words = words[1:]
+        alone = len(words) == 1 and (m.start() in starts or words[0].lower().rstrip("s") in _NOT_NAMES)
+        if not words or alone:
+            continue
+        name = re.sub(r"['’]s$", "", " ".join(words))
+        found.claims.append(Claim("name", name.lower(), name))
+    for m in _LOWER_PLACE.finditer(work):
+        if m.group(1) not in STOP:
+            found.claims.append(Claim("name", m.group(0).lower(), m.group(0)))
+    return found
+
+
+def _number_near(value, unit: str | None, facts: Facts) -> bool:
+    """Does ``facts`` state the number ``value`` (counting ``unit``, when given, within 3 words of it)?"""
+    days_of_dates = [Claim("number", (c.value[1], None), "") for c in facts.of("date")]
+    for claim in facts.of("number") + days_of_dates:
+        if claim.value[0] != value:
+            continue
+        if unit is None or (claim.value[1] and same_stem(unit, claim.value[1])):
+            return True
+        if claim.written:
+            for m in re.finditer(re.escape(claim.written.lower()), facts.text):
+                before = _WORD.findall(facts.text[max(0, m.start() - 40):m.start()])[-3:]
+                after = _WORD.findall(facts.text[m.end():m.end() + 40])[:3]
+                if any(same_stem(unit, stem(w)) for w in before + after):
+                    return True
+    if unit is None:  # an hour, a code's digits ("10" of 10:00, "204" of Room 204)
+        minutes = {v for c in facts.of("time") for v in c.value}
+        hours = {v // 60 % 12 or 12 for v in minutes} | {v // 60 for v in minutes}
+        rooms = {r for c in facts.of("room") for r in c.value} | {c.value for c in facts.of("code")}
+        if value in hours or str(value).lower() in {str(r).lower() for r in rooms}:
+            return True
+    return False
+
+
+def unsupported_claims(answer: str, passages: str) -> list[str]:
+    """What ``answer`` states that ``passages`` do not (as written in the answer); empty when all is there."""
+    said, have = facts_in(answer), facts_in(passages)
+    days = frozenset().union(*[c.value for c in have.of("day")]) if have.of("day") else frozenset()
+    times = frozenset().union(*[c.value for c in have.of("time")]) if have.of("time") else frozenset()
+    floors = {c.value for c in have.of("floor")}
+    rooms = [c.value for c in have.of("room")]
+    tokens = set(have.words) | {c.value for c in have.of("code")}
+    missing = []
+    for claim in said.claims:
+        if claim.kind == "day":
+            ok = claim.value <= days
+        elif claim.kind == "time":
+            ok = bool(claim.value & times)
+        elif claim.kind == "date":
+            month, day, year = claim.value
+            ok = any(c.value[:2] == (month, day) and (year is None or c.value[2] in (None, year))
+                     for c in have.of("date"))
+        elif claim.kind == "floor":
+            ok = claim.value in floors
+        elif claim.kind == "room":
+            ok = all(_room_in(r, rooms, tokens) for r in set(claim.value))
+        elif claim.kind == "code":
+            ok = claim.value in tokens or claim.value in have.text
+        elif claim.kind == "number":
+            ok = _number_near(claim.value[0], claim.value[1], have)
+        else:  # a name: every word of it in the passages, in that order
+            ok = re.sub(r"^the ", "", claim.value) in have.text
+        if not ok:
+            missing.append(claim.written)
+    return list(dict.fromkeys(missing))
+
+
+def _room_in(room: str, ranges: list[tuple[str, str]], tokens: set[str]) -> bool:
+    if room.lower() in tokens:
+        return True
+    for first, last in ranges:
+        if room in (first, last):
+            return True
+        if room.isdigit() and first.isdigit() and last.isdigit() and int(first) <= int(room) <= int(last):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- nearness to the campus knowledge base
+
+@dataclass
+class _Campus:
+    texts: list[str]
+    owners: np.ndarray
+    vectors: np.ndarray
+    stems: list[set[str]]
+    idf: dict[str, float]
+
+
+_campus: _Campus | None = None
+_campus_lock = threading.Lock()
+
+
+def _campus_index() -> _Campus:
+    """The knowledge base's titles and sentences, embedded once per process (about 0.7 s)."""
+    global _campus
+    if _campus is None:
+        from helpers.knowledge_files import load_knowledge_base  # notebook 02's loader
+
+        with _campus_lock:
+            if _campus is None:
+                entries = load_knowledge_base()
+                texts, owners = [], []
+                for i, entry in enumerate(entries):
+                    for text in [entry.title] + [f"{entry.title}: {s}" for s in sentences(entry.text)]:
+                        texts.append(text)
+                        owners.append(i)
+                stems = [content_stems(e.passage()) for e in entries]
+                counts: dict[str, int] = {}
+                for entry_stems in stems:
+                    for s in entry_stems:
+                        counts[s] = counts.get(s, 0) + 1
+                idf = {s: math.log((len(stems) + 1) / (n + 0.5)) for s, n in counts.items()}
+                _campus = _Campus(texts, np.array(owners), embed(texts), stems, idf)
+    return _campus
+
+
+UNSEEN_IDF = math.log(2 * 57)  # a word the knowledge base never uses counts as rare
+
+
+def campus_nearness(text: str) -> tuple[float, float]:
+    """(best similarity to a knowledge-base sentence or title, share of the text's informative words --
+    weighted by how rare they are in the knowledge base -- that the best-sharing entry uses)."""
+    index = _campus_index()
+    scores = index.vectors @ embed([text])[0]
+    words = content_stems(text)
+    weight = lambda s: index.idf.get(s, UNSEEN_IDF)  # noqa: E731
+    total = sum(weight(s) for s in words) or 1.0
+    shared = max((sum(weight(s) for s in words & entry) / total for entry in index.stems), default=0.0)
+    return float(scores.max()), float(shared)
+
+
+# ---------------------------------------------------------------- harm
+
+# Kinds of harm, each with a harmless twin on the same topic: MiniLM scores topic strongly, so what decides
+# is that a request is nearer the harmful description than its twin ("take a bike that isn't mine" versus
+# "report that my bike was stolen"), not that it mentions bikes.
+HARM_KINDS: tuple[tuple[str, str], ...] = (
+    ("get into another person's account, read their email or messages, or find out their password",
+     "reset or recover my own password, or get help with my own account or email"),
+    ("cheat in an exam: see the questions or answers early, copy, or smuggle in notes or a phone",
+     "exam dates, exam rooms, the timetable and extra exam time"),
+    ("copy someone else's homework, or hand in work someone else wrote or did as my own",
+     "get help with my own essay or homework from a tutor"),
+    ("steal, shoplift, or take something that is not mine without paying",
+     "report that something of mine was stolen or lost, or borrow or buy something"),
+    ("break into a locked building, lab, room or locker, or pick its lock",
+     "opening hours of a building or lab, and how to get in with my card"),
+    ("forge or fake a doctor's note, a signature or a document",
+     "get an official letter, transcript or document"),
+    ("hurt, threaten or attack a person", "get help after I was hurt or threatened"),
+    ("spread rumours about someone, bully or harass them", "report bullying or harassment"),
+    ("secretly track, follow or spy on a person", "get a safety escort or a safe ride at night"),
+    ("make a bomb, a weapon, a poison or a toxic gas", "lab safety rules and safe use of chemicals"),
+)
+HARMFUL_ACTS = ("steal", "hack into", "break in", "hurt", "cheat", "forge", "spy on", "smuggle", "vandalise",
+                "harass", "poison")  # an act that harms whoever it is done to, compared by meaning
+_ASKS_HOW = re.compile(r"\b(?:how (?:do|can|could|would|should|might) (?:i|we|one)|"
+                       r"(?:what(?:'s| is)|which is) the (?:\w+est|best) way to|is there a way to|"
+                       r"help me(?: to)?|"
+                       r"tell me how to|show me how to|teach me (?:how )?to|explain how to|"
+                       r"i (?:want|need|would like|'d like) to|ways to|(?:can|could|would) you|"
+                       r"(?:can|could|should) i)\s+(?:to\s+)?", re.I)
+_ORDERS = re.compile(r"^\W*(?:please\s+)?(?:get|write|give|find|make|do|send|show)\b", re.I)
+# no consent: "without her knowing", "that isn't mine", "as my own", "pay someone to sit my exam"
+_NO_CONSENT = re.compile(r"\bwithout (?:\w+ ){0,3}(?:knowing|noticing|permission|consent|paying|"
+                         r"being (?:caught|seen)|getting caught|finding out|asking)\b|\bsecretly\b|"
+                         r"\bbehind (?:\w+ ){0,2}back\b|\bthat (?:isn't|is not|doesn't|does not) "
+                         r"(?:mine|belong to me)\b|\bnot mine\b|\bas (?:my|our) own\b|\bas (?:mine|ours)\b|"
+                         r"\b(?:pay|get|have) (?:someone|somebody|a friend|another \w+) (?:else )?to "
+                         r"(?:sit|take|do|write)\b|\b(?:write|do|finish) my \w+(?: \w+)? (?:for me )?"
+                         r"(?:so|and|that) (?:i can )?(?:submit|hand|turn)", re.I)  # ... so I can submit it
+# someone else's thing: "another student's", "someone else's", "my roommate's", "her"
+_OTHERS = re.compile(r"\b(?:someone(?: else)?|somebody(?: else)?|another \w+|other people|(?:my|a|the) \w+)"
+                     r"'s\b|\b(?:his|her|their)\s+(?!own\b)[a-z]+", re.I)
+
+
+@dataclass
+class HarmSignals:
+    """What the harm rule reads in a request (``classify_scope`` in tasks.py decides from it)."""
+
+    kind: int             # the nearest harm kind
+    similarity: float     # to that kind's harmful description
+    margin: float         # harmful description minus its harmless twin
+    act: str | None       # the verb the request asks how to do ("hack into"), None when it asks no how-to
+    act_similarity: float  # nearest harmful act
+    no_consent: bool
+    others: bool
+
+
+_harm_vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def harm_signals(request: str) -> HarmSignals:
+    """Compare a request with HARM_KINDS and HARMFUL_ACTS by meaning; look for consent cues by grammar."""
+    global _harm_vectors
+    if _harm_vectors is None:
+        _harm_vectors = (embed([harmful for harmful, _ in HARM_KINDS]),
+                         embed([harmless for _, harmless in HARM_KINDS]), embed(list(HARMFUL_ACTS)))
+    harmful, harmless, acts = _harm_vectors
+    vector = embed([request])[0]
+    near, twin = harmful @ vector, harmless @ vector
+    kind = int(np.argmax(near))
+    how = _ASKS_HOW.search(request)
+    action = request[how.end():] if how else (request if _ORDERS.match(request) else None)
+    while action and _ASKS_HOW.match(action):  # "can you help me guess ...": the act is "guess"
+        action = action[_ASKS_HOW.match(action).end():]
+    act, act_similarity = None, 0.0
+    if action:
+        words = action.split()
+        particle = len(words) > 1 and words[1].lower() in ("into", "in", "on", "out", "up", "off")
+        act = " ".join(words[:2]) if particle else (words[0] if words else None)
+        if act:
+            act_similarity = float((acts @ embed([act.strip(" ?.!,")])[0]).max())
+    return HarmSignals(kind, float(near[kind]), float(near[kind] - twin[kind]), act, act_similarity,
+                       _NO_CONSENT.search(request) is not None, _OTHERS.search(request) is not None)
+
+
+# ---------------------------------------------------------------- length directives in a system prompt
+
+_NEGATION = re.compile(r"\b(?:never|not|no|avoid|without|rather than|instead of|nor|neither|stop)\b|n't\b",
+                       re.I)
+_N = r"(?:" + _NUMBER_WORD + r"|\d+)"  # a count
+_COUNT = (r"(?P<bound>no more than|not more than|no longer than|at most|up to|maximum of|max|fewer than|"
+          r"less than|more than|longer than|exceed|go beyond|at least|over|under|only|just|exactly)?"
+          r"\s*\b(?P<n>a single|a|single|"
+          + _NUMBER_WORD + r"|\d+)(?:\s+(?:or|to)\s+(?P<n2>" + _N + r"))?[\s-]+"
+          r"(?:(?:short|brief|single|full)\s+)?"
+          r"(?P<unit>sentences?|lines?|liners?)\b(?:\s+or\s+(?P<n3>" + _N + r")\b)?(?:\s+long\b)?")
+_COUNT_RE = re.compile(_COUNT, re.I)
+_BRIEF = re.compile(r"\b(?:brief(?:ly)?|concise(?:ly)?|short(?:er)?|succinct(?:ly)?|terse(?:ly)?|"
+                    r"to the point|in a few words|crisp(?:ly)?)\b", re.I)
+_LONG = re.compile(r"\b(?:detailed|in detail|thorough(?:ly)?|in depth|in-depth|elaborate|at length|long|"
+                   r"lengthy|long-winded|paragraphs?|essays?|verbose|comprehensive(?:ly)?|ramble|rambling|"
+                   r"explain fully|full explanations?|fully)\b", re.I)
+_CLAUSE = re.compile(r"[.;!?:\n]+|,?\s+(?:but|and|however|though)\s+|\s+-\s+|"
+                     r",\s+(?=(?:never|don't|do not|avoid|please|and)\b)", re.I)
+# not instructions: quoted turns and passages ("[turn 3] user: ...", "[club-ai] ..."), profile lines
+# ("- diet: ...")
+_MEMORY_LINE = re.compile(r"^\s*(?:\[(?:turn \d+|[a-z0-9][\w-]*)\]|- [\w /'-]{1,40}: )")
+
+
+def _count(text: str) -> int:
+    text = text.lower()
+    return 1 if text in ("a", "a single", "single") else int(number_value(text) or 1)
+
+
+def length_limit(system: str) -> int | None:
+    """How many sentences a system prompt allows per answer, or None when it sets no upper limit.
+
+    Read clause by clause (lines of memory blocks -- ``[turn N] ...``, ``- label: value`` -- are not
+    instructions): a sentence count ("one sentence", "a single sentence", "1 sentence", "at most two
+    sentences", "one line"), brevity ("briefly", "keep it short", "concise") or length ("detailed", "a
+    paragraph"), each possibly negated ("never", "don't", "avoid", "rather than" before it in the
+    clause).
+    "Never answer in one sentence" asks for at least two; "don't write long answers" for a short one.
+    A request for at least N sentences, or for length, wins over a limit below it.
+    """
+    text = "\n".join(line for line in system.splitlines() if not _MEMORY_LINE.match(line))
+    most: list[int] = []
+    least: list[int] = []
+    for clause in _CLAUSE.split(text):
+        count = _COUNT_RE.search(clause)
+        if count:
+            negated = bool(_NEGATION.search(clause[:count.start()]))
+            bound = (count.group("bound") or "").lower()
+            n = _count(count.group("n3") or count.group("n2") or count.group("n"))
+            if bound in ("more than", "over", "longer than", "exceed", "go beyond"):
+                (most if negated else least).append(n if negated else n + 1)
+            elif bound == "at least":
+                (most if negated else least).append(n - 1 if negated else n)
+            elif bound in ("fewer than", "less than", "under"):
+                (least if negated else most).append(n if negated else n - 1)
+            elif bound in ("no more than", "not more than", "no longer than", "at most", "up to",
+                           "maximum of", "max"):
+                most.append(n)
+            else:
+                (least if negated else most).append(n + 1 if negated else n)
+            clause = clause[:count.start()] + clause[count.end():]
+        for pattern, negated_means, plain_means in ((_LONG, most, least), (_BRIEF, least, most)):
+            word = pattern.search(clause)
+            if word:
+                if _NEGATION.search(clause[:word.start()]):
+                    negated_means.append(1 if negated_means is most else 2)
+                else:
+                    plain_means.append(2 if plain_means is least else 1)
+                break  # "a short paragraph": the length word wins over the brevity word
+    if not most:
+        return None
+    limit = max(min(most), 1)
+    return None if least and max(least) > limit else limit
+
+
+def asks_for(system: str, pattern: str) -> bool:
+    """Does a clause of the system prompt ask for ``pattern`` ("use bullet points"), not negate it
+    ("don't use bullet points")? Lines of memory blocks are not instructions."""
+    text = "\n".join(line for line in system.splitlines() if not _MEMORY_LINE.match(line))
+    for clause in _CLAUSE.split(text):
+        match = re.search(pattern, clause, re.I)
+        if match and not _NEGATION.search(clause[:match.start()]):
+            return True
+    return False
