@@ -10,6 +10,10 @@ A report that cannot be a count of the request is not learnt from (see ``plausib
 servers report 0, or only the tokens that missed their prompt cache. Believed, such a count would
 make every message look almost free and so switch a token budget off; the ledger keeps estimating
 instead, and warns once.
+
+A request repeats the previous one and adds a few messages, so the ledger remembers each message's key
+(its canonical JSON) and estimate by identity, for the messages of the latest request: a long window
+costs dictionary lookups, and only the new messages are serialised (``_known``).
 """
 from __future__ import annotations
 
@@ -121,11 +125,36 @@ class UsageLedger:
         self._spans: list[_Span] = []
         self._by_id: dict[int, tuple[Any, int]] = {}
         self._by_key: dict[str, int] = {}
+        self._memo: dict[int, tuple] = {}  # id -> (message, fields, content, tool_calls, key, estimate)
 
     @staticmethod
     def key(message: Any) -> str:
         """The identity the ledger uses to recognise a message again (its canonical JSON)."""
         return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+    def _known(self, messages: Sequence[dict]) -> tuple[list[str], list[int]]:
+        """Each message's key and estimate, computed only for messages the ledger has not seen yet.
+
+        A message is recognised by identity while it keeps its number of fields and its ``content`` and
+        ``tool_calls`` objects (a field given a new value is serialised again; changing a message's
+        other fields, or a list or dict inside it, in place is not noticed - messages are not changed
+        once sent). Remembered for the latest request only.
+        """
+        memo, keys, estimates = self._memo, [], []
+        for message in messages:
+            seen = memo.get(id(message))
+            if seen is not None and seen[0] is message and len(message) == seen[1] \
+                    and message.get("content") is seen[2] and message.get("tool_calls") is seen[3]:
+                keys.append(seen[4])
+                estimates.append(seen[5])
+                continue
+            key, estimate = self.key(message), self.estimate(message)
+            if type(message) is dict:
+                memo[id(message)] = (message, len(message), message.get("content"), message.get("tool_calls"),
+                                     key, estimate)
+            keys.append(key)
+            estimates.append(estimate)
+        return keys, estimates
 
     def _cover(self, keys: list[str]) -> tuple[int, list[_Span], bool, Counter]:
         avail = Counter(keys)
@@ -149,12 +178,15 @@ class UsageLedger:
         estimates of the kept ones. The first span carries the request overhead (tool
         schemas included), so dropping the first turn does not lose that exact figure.
         """
-        keys = [self.key(m) for m in messages]
+        return self._cost(messages, *self._known(messages))
+
+    def _cost(self, messages: Sequence[dict], keys: list[str], estimates: list[int]) -> tuple[int, bool]:
         total, used, overhead_used, left = self._cover(keys)
         sample = dict(zip(keys, messages))
         partial = False
+        used_ids = {id(u) for u in used}
         for span in reversed(self._spans):
-            if any(span is u for u in used) or (span.has_overhead and overhead_used):
+            if id(span) in used_ids or (span.has_overhead and overhead_used):
                 continue
             present = Counter({k: min(c, left[k]) for k, c in span.counts.items() if left[k] > 0})
             if not present:
@@ -169,11 +201,11 @@ class UsageLedger:
                 overhead_used = overhead_used or span.has_overhead
                 partial = True
         estimated = int(partial)
-        for key, message in zip(keys, messages):
+        for key, estimate in zip(keys, estimates):
             if left[key] > 0:
                 left[key] -= 1
                 estimated += 1
-                total += self.estimate(message)
+                total += estimate
         return total + (0 if overhead_used else self.overhead), not estimated and overhead_used
 
     def count(self, message: dict) -> int:
@@ -193,13 +225,13 @@ class UsageLedger:
         if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or prompt_tokens < 0:
             raise HistoryError(f"prompt_tokens must be a whole number >= 0 (got {prompt_tokens!r}); pass "
                                "response.usage.prompt_tokens")
-        estimates = [self.estimate(m) for m in messages]
+        keys, estimates = self._known(messages)
+        self._memo = {id(m): self._memo[id(m)] for m in messages if id(m) in self._memo}  # this request's
         floor = plausible_floor(len(estimates), sum(estimates) + self.overhead)
         if messages and prompt_tokens < floor:
             self._ignore(prompt_tokens, len(estimates), sum(estimates) + self.overhead, floor)
             return None
-        predicted, predicted_exact = self.cost(messages)
-        keys = [self.key(m) for m in messages]
+        predicted, predicted_exact = self._cost(messages, keys, estimates)
         covered, used, overhead_used, left = self._cover(keys)
         # which occurrences are new: prefer message objects that no used span already holds
         held = {id(obj) for span in used for obj, _ in span.members}
@@ -214,7 +246,8 @@ class UsageLedger:
         remainder = prompt_tokens - covered
         consistent = remainder >= 0 and (bool(rest) or not overhead_used or remainder == 0)
         if consistent:
-            spans = [s for s in self._spans if any(s is u for u in used)]
+            used_ids = {id(u) for u in used}
+            spans = [s for s in self._spans if id(s) in used_ids]
             if rest or not overhead_used:
                 spans.append(self._span([messages[i] for i in rest], [keys[i] for i in rest],
                                         [estimates[i] for i in rest], remainder, not overhead_used))

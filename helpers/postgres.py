@@ -32,7 +32,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from helpers.clock import now
-from helpers.sessions.store import redact_dsn
+from helpers.dsn import redact_dsn
 
 SCHEMA_NAME = re.compile(r"^(?!pg_)[a-z_][a-z0-9_]{0,62}$")  # pg_ is reserved by PostgreSQL
 

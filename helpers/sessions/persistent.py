@@ -3,16 +3,25 @@
 ``PersistentSession.open(store, user_id, session_id)`` resumes a stored conversation or
 starts a new one; it works the same on SQLite (``helpers.sessions.store``) and PostgreSQL
 (``helpers.sessions.postgres``).
+
+A save costs the new turn, not the history: the session remembers where it stood at the stored
+revision (``ChatSession.mark``), and each save writes only what changed since
+(``ChatSession.changes_since``, ``SessionStore.save(..., changes=...)``): the new turn's row, the row of a turn
+trimming just dropped, the header. A failed change is rolled back to a mark taken before it
+(``restore_mark``), so nothing copies the whole conversation on the way. The first save, and any
+change the session cannot describe turn by turn (a reset, a reloaded snapshot), store the whole
+snapshot instead.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
-                                  SessionStore, SessionStoreError, StoredSession, check_ids,
-                                  has_lone_surrogates, import_stored_vectors, restore, storable_text)
 from helpers.session import ChatSession
-from helpers.sessions.snapshot import TurnRecord
+from helpers.session_snapshot import SnapshotMark, TurnRecord
+from helpers.sessions.base import restore
+from helpers.sessions.encoding import has_lone_surrogates, import_stored_vectors, storable_text
+from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+                                       SessionStore, SessionStoreError, StoredSession, check_ids)
 
 
 class PersistentSession:
@@ -47,6 +56,8 @@ class PersistentSession:
         self.session_kwargs = dict(session_kwargs or {})
         self.session = session if session is not None else ChatSession(**self.session_kwargs)
         self.revision = revision
+        self._synced: SnapshotMark | None = None  # where the session stood at the stored revision, if known
+        self._saved_lossy: bool | None = None  # the last save held lone surrogates (None: not known)
         defer = getattr(getattr(self.session, "memory", None), "defer_writes", None)
         if defer is not None:  # a turn's facts are written once the turn is saved (see _commit)
             defer()
@@ -61,8 +72,10 @@ class PersistentSession:
             return cls(store, user_id, session_id, session_class(**session_kwargs),
                        session_kwargs=session_kwargs)
         session = restore(stored, session_class, session_kwargs)
-        return cls(store, user_id, session_id, session, revision=stored.info.revision,
-                   session_kwargs=session_kwargs)
+        opened = cls(store, user_id, session_id, session, revision=stored.info.revision,
+                     session_kwargs=session_kwargs)
+        opened._synced = session.mark(memory=False)  # the session is what the store holds
+        return opened
 
     @property
     def resumed(self) -> bool:
@@ -80,9 +93,20 @@ class PersistentSession:
         return f"{self.user_id}/{self.session_id}"
 
     def save(self) -> int:
-        """Store the current state now; returns the new revision."""
+        """Store the current state now (what changed since the stored revision); returns the new revision.
+
+        The whole snapshot is stored instead for a first save, and when the session cannot tell what
+        changed (``changes_since`` returned None)."""
+        self._saved_lossy = None
+        changes = None
+        if self.revision > 0 and self._synced is not None:
+            changes = self.session.changes_since(self._synced)
+        extra = {} if changes is None else {"changes": changes}
         self.revision = self.store.save(self.user_id, self.session_id, self.session,
-                                        expected_revision=self.revision)
+                                        expected_revision=self.revision, **extra)
+        self._synced = self.session.mark(memory=False)
+        if changes is not None:  # what was written held lone surrogates (stored as U+FFFD)?
+            self._saved_lossy = has_lone_surrogates([changes.fields, changes.lead, changes.turns])
         return self.revision
 
     def reload(self) -> None:
@@ -97,6 +121,7 @@ class PersistentSession:
                                     "as it was - reopen it with PersistentSession.open") from None
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
         self.revision = stored.info.revision
+        self._synced = self.session.mark(memory=False)
 
     def _check_open(self, action: str) -> None:
         if self.closed:
@@ -112,12 +137,15 @@ class PersistentSession:
         except SessionStoreError:
             return None, False
 
-    def _commit(self, before: dict, what: str) -> None:
-        """Save the change made since ``before``, then write the facts it stated (all or nothing)."""
-        self._save_change(before, what)
-        self._write_facts(before, what)
+    def _commit(self, before: SnapshotMark, what: str) -> bool | None:
+        """Save the change made since ``before``, then write the facts it stated (all or nothing).
 
-    def _write_facts(self, before: dict, what: str) -> None:
+        Returns whether the save held lone surrogates (None: not known)."""
+        lossy = self._save_change(before, what)
+        self._write_facts(before, what)
+        return lossy
+
+    def _write_facts(self, before: SnapshotMark, what: str) -> None:
         """Write the facts the memory held for the saved change; if that fails, save ``before`` back.
 
         Success: the change and its facts are both kept. Failure: the change is taken back out of
@@ -134,7 +162,7 @@ class PersistentSession:
         except Exception as err:  # any failure of the fact store: the change must not stay without them
             failure = err
         try:
-            self.revision = self.store.save(self.user_id, self.session_id, before,
+            self.revision = self.store.save(self.user_id, self.session_id, self.session.snapshot_at(before),
                                             expected_revision=self.revision)
         except SessionStoreError as err:
             raise SessionStoreError(
@@ -142,31 +170,37 @@ class PersistentSession:
                 f"({failure}) and it could not be taken back out of the store ({err}); this copy keeps "
                 "it as the store does, and its facts are written with the next saved change (or when "
                 "the session is opened or reloaded)") from failure
-        self.session.load_snapshot(before)  # drops the held facts; writes nothing to the fact store
+        self.session.restore_mark(before)  # drops the held facts; writes nothing to the fact store
+        self._synced = self.session.mark(memory=False)
         raise SessionSaveError(f"Not saved: {what} was rolled back because its facts could not be written "
                                f"({failure}); {self.name} is back to its last saved state - fix that, then "
                                "try again") from failure
 
-    def _save_change(self, before: dict, what: str) -> None:
-        """Save the change made since ``before``; if that fails, roll it back and raise SessionSaveError."""
+    def _save_change(self, before: SnapshotMark, what: str) -> bool | None:
+        """Save the change made since ``before``; if that fails, roll it back and raise SessionSaveError.
+
+        Returns whether the save held lone surrogates (None: not known)."""
         try:
             self.save()
-            return
+            return self._saved_lossy
         except SessionStoreError as err:
             failure = err
-        after = self.session.snapshot()
+        after = self.session.snapshot()  # only a failed save compares whole snapshots
         stored, gone = self._stored()
         if stored is not None and stored.state == after and stored.info.revision > self.revision:
             self.revision = stored.info.revision  # the save did commit; only its reply was lost
-            return
-        if isinstance(failure, SessionConflictError) and stored is not None and stored.state == before:
+            self._synced = self.session.mark(memory=False)
+            return None
+        if isinstance(failure, SessionConflictError) and stored is not None \
+                and stored.state == self.session.snapshot_at(before):
             try:  # the other writer changed nothing this copy relies on: retry once at its revision
                 self.revision = self.store.save(self.user_id, self.session_id, self.session,
                                                 expected_revision=stored.info.revision)
-                return
+                self._synced = self.session.mark(memory=False)
+                return None
             except SessionStoreError as err:
                 failure = err
-        self.session.load_snapshot(before)
+        self.session.restore_mark(before)
         if isinstance(failure, SessionConflictError) and gone:
             cause = "another writer deleted it since this copy loaded it"
             todo = "open it again with PersistentSession.open to start it anew"
@@ -181,18 +215,17 @@ class PersistentSession:
     def chat(self, text: str) -> str:
         """Ask one question; the completed turn is saved before the answer is returned."""
         self._check_open("asked")
-        before = self.session.snapshot()
+        before = self.session.mark()
         answer = self.session.chat(text)
-        self._commit(before, "the turn")
-        return self._as_stored(answer)
+        return self._as_stored(answer, self._commit(before, "the turn"))
 
-    def _as_stored(self, answer: str) -> str:
+    def _as_stored(self, answer: str, lossy: bool | None) -> str:
         """The saved turn's answer as stored; memory continues from the stored copy if the turn held lone surrogates.
 
         A lone surrogate (a server's broken escape) cannot be stored or sent in a later request; the
         store keeps it as U+FFFD (``storable_text``), and reloading makes this copy hold the same.
         """
-        if has_lone_surrogates(self.session.snapshot()):
+        if lossy or (lossy is None and has_lone_surrogates(self.session.snapshot())):
             self.reload()
         return storable_text(answer) if isinstance(answer, str) else answer
 
@@ -202,24 +235,23 @@ class PersistentSession:
         if stream is None:
             raise SessionStoreError(f"{type(self.session).__name__} has no stream(); use chat(text)")
         self._check_open("asked")
-        before = self.session.snapshot()
+        before = self.session.mark()
         answer = yield from stream(text)
-        self._commit(before, "the turn")
-        return self._as_stored(answer)
+        return self._as_stored(answer, self._commit(before, "the turn"))
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest turn and save; returns what it was (None when there was nothing)."""
         self._check_open("undone")
-        before = self.session.snapshot()
+        before = self.session.mark()
         removed = self.session.undo()
-        if self.session.turn_ids != before["turn_ids"]:
+        if self.session.turn_ids != before.turn_ids:
             self._commit(before, "the undo")
         return removed
 
     def reset(self) -> None:
         """Forget the whole conversation, in memory and in the store (the session id stays)."""
         self._check_open("reset")
-        before = self.session.snapshot()
+        before = self.session.mark()
         self.session.reset()
         self._commit(before, "the reset")
 

@@ -20,11 +20,11 @@ import re
 import psycopg
 
 from helpers.clock import now
+from helpers.dsn import redact_dsn
 from helpers.postgres import Connections, lock_id, migrate, schema_version
-from helpers.sessions.store import (
-    SCHEMA_TABLE, VECTOR_COLUMNS, EncodedSession, SessionInfo, SessionStoreBase, SessionStoreError,
-    StoredSession, check_ids, check_user_id, decode_state, redact_dsn,
-)
+from helpers.sessions.base import SCHEMA_TABLE, SessionStoreBase
+from helpers.sessions.encoding import VECTOR_COLUMNS, EncodedChanges, EncodedSession, decode_state
+from helpers.sessions.protocol import SessionInfo, SessionStoreError, StoredSession, check_ids, check_user_id
 
 SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "create sessions and session_turns", (
@@ -65,6 +65,8 @@ SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
                 ON DELETE CASCADE)""",
     )),
+    (3, "headers stop listing dropped and recorded turns: the turn rows say it, so a save writes only what changed",
+     ()),  # no table changes: older code must not read these headers, so it is refused as a newer schema
 )
 
 
@@ -102,11 +104,13 @@ def _info(row: tuple) -> SessionInfo:
     return SessionInfo(*values)
 
 
-def _pg_encoded(encoded: EncodedSession) -> EncodedSession:
+def _pg_encoded(encoded: EncodedSession | EncodedChanges) -> EncodedSession | EncodedChanges:
     """``encoded`` with its title and each turn's question escaped for PostgreSQL text (see ``to_pg_text``)."""
-    return dataclasses.replace(encoded, title=to_pg_text(encoded.title),
-                               rows=[(turn_id, state, to_pg_text(question), body, digest)
-                                     for turn_id, state, question, body, digest in encoded.rows])
+    rows = [(turn_id, state, to_pg_text(question), body, digest)
+            for turn_id, state, question, body, digest in encoded.rows]
+    if isinstance(encoded, EncodedChanges):
+        return dataclasses.replace(encoded, rows=rows)
+    return dataclasses.replace(encoded, title=to_pg_text(encoded.title), rows=rows)
 
 
 class PostgresSessionStore(SessionStoreBase):
@@ -134,16 +138,27 @@ class PostgresSessionStore(SessionStoreBase):
 
     def _write(self, user_id: str, session_id: str, encoded: EncodedSession, expected_revision: int | None,
                lineage: tuple[str, int] | None = None) -> int:
+        return super()._write(user_id, session_id, _pg_encoded(encoded), expected_revision, lineage)
+
+    def _write_changes(self, execute, executemany, user_id: str, session_id: str, encoded: EncodedChanges,
+                       expected_revision: int, at: str) -> int:
+        return super()._write_changes(execute, executemany, user_id, session_id, _pg_encoded(encoded),
+                                      expected_revision, at)
+
+    def _title_from(self, question: str) -> str:
+        """The title for a stored (escaped) first question: its first 80 characters, escaped again."""
+        return to_pg_text(from_pg_text(question)[:80])
+
+    def _transaction_for(self, user_id: str, session_id: str, work) -> int:
+        """Run one save's writes (``SessionStoreBase``) under the session's advisory lock, in one transaction."""
         conn = self._conns.get()
         at = now().isoformat()
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
                 cur = conn.cursor()
-                return self._write_rows(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
-                                        lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows),
-                                        user_id, session_id, _pg_encoded(encoded), expected_revision,
-                                        lineage, at)
+                return work(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
+                            lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows), at)
         except psycopg.Error as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed "
                                     f"and was rolled back ({self._reason(err)}); "
