@@ -1,10 +1,12 @@
 """``python -m helpers chat``: the campus assistant in a terminal, with conversations saved between runs.
 
 Offline by default (the stand-in, no key needed); ``--backend nim`` or ``openai-compatible`` uses
-the same settings as the notebooks. Every completed turn is saved to ``--db`` (a SQLite file, or a
-``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run.
+the same settings as the notebooks. It is notebook 12's assistant (``helpers.assistant``): guardrails,
+memory under a budget, durable facts. Every completed turn and every fact is saved to ``--db`` (a SQLite
+file, or a ``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run,
+and what the user said about themselves is known in any later session of theirs.
 
-Commands inside the chat: /history, /memory, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
+Commands inside the chat: /history, /memory, /facts, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
 
 Everything it prints passes through ``terminal_text``: a reply, a stored question or title, an error
 cannot move the cursor, clear the screen, set the clipboard or retitle the window (control characters
@@ -19,22 +21,25 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import openai
 
 from helpers.api_key import hide_secret, url_secrets
+from helpers.assistant import Assistant, open_assistant
 from helpers.client import make_client
 from helpers.config import BACKENDS, load_settings
 from helpers.dotenv_file import apply_dotenv
 from helpers.errors import ConfigError, WorkshopError
-from helpers.sessions.persistent import PersistentSession
+from helpers.facts.store import FactStoreError
+from helpers.facts.writer import FactMemory
 from helpers.sessions.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
                                   redact_dsn)
 
 COMMANDS = {
     "/history": "the conversation so far (turns trimmed from memory are marked)",
-    "/memory": "what the session remembers: turns kept, dropped, summary/profile",
+    "/memory": "what the assistant remembers: turns kept and dropped, summary, profile, facts",
+    "/facts": "the fact store's audit: every decision about your facts, and why",
     "/undo": "forget the newest turn (saved)",
     "/reset": "forget the whole conversation (saved; the session id stays)",
     "/reload": "continue from the stored session (after another program saved it)",
@@ -139,7 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "or ~/.local/share/agent-memory-workshop/sessions.db)")
     chat.add_argument("--backend", choices=BACKENDS, default=None,
                       help="where requests go (default: $WORKSHOP_BACKEND, else offline)")
-    chat.add_argument("--max-turns", type=int, default=None, help="earlier turns remembered (default: all)")
+    chat.add_argument("--max-turns", type=int, default=None,
+                      help="newest turns sent whole (default: 6; older ones reach the model through the "
+                           "summary, recall and profile)")
     chat.add_argument("--verbose", action="store_true", help="show tool calls as they happen")
     chat.add_argument("--no-stream", action="store_true",
                       help="print each answer whole instead of as it arrives")
@@ -171,7 +178,7 @@ class TerminalChat:
     it through ``terminal_text``.
     """
 
-    def __init__(self, session: PersistentSession, *, db: str, resume: str = "",
+    def __init__(self, session: Assistant | Any, *, db: str, resume: str = "",
                  read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None,
                  stream: bool = True):
         self.session, self.db, self.resume = session, db, resume
@@ -273,7 +280,7 @@ class TerminalChat:
         """Close a turn's stream: a turn left unfinished is rolled back now, not whenever it is collected."""
         try:
             stream.close()
-        except Exception as err:
+        except Exception as err:  # closing rolls the turn back; whatever fails there is shown, not raised
             self.report(err)
             self.unsaved = True
 
@@ -315,9 +322,13 @@ class TerminalChat:
             memory = session.memory_state()
             self.write(f"turns kept: {session.turn_ids or 'none'}; dropped by trimming: "
                        f"{[d.turn_id for d in session.dropped] or 'none'}; {len(session.messages)} messages")
-            self.write(f"summary/profile: {memory if memory else 'none'}")
+            report = getattr(self.session, "memory_report", None)  # an Assistant: summary, profile, facts
+            self.write(report() if report is not None else f"summary/profile: {memory if memory else 'none'}")
             self.write(f"stored: {self.session.user_id}/{self.session.session_id} "
                        f"revision {self.session.revision} in {_shown(self.db)}")
+        elif name == "/facts":
+            audit = getattr(self.session, "audit_report", None)
+            self.write(audit() if audit is not None else "No fact store: this chat keeps no facts.")
         elif name == "/sessions":
             for info in self.session.store.list_sessions(self.session.user_id):
                 here = " (this one)" if info.session_id == self.session.session_id else ""
@@ -357,32 +368,45 @@ class TerminalChat:
             return False
 
 
+def open_facts(db: str, store: SessionStore) -> FactMemory:
+    """The fact store beside the session store: the same SQLite file, or the same PostgreSQL database."""
+    if is_dsn(db):
+        from helpers.facts.postgres import PostgresFactStore
+
+        return FactMemory(PostgresFactStore(db))
+    return FactMemory.open(str(store.path))
+
+
 def run_chat(args: argparse.Namespace) -> int:
-    """Open the store and the session, then chat."""
+    """Open the stores and the assistant (``helpers.assistant``), then chat."""
     db = args.db or default_db_path()
+    store = None
     try:
         settings = load_settings(args.backend or os.environ.get("WORKSHOP_BACKEND") or "offline")
         store = open_store(db)
-    except (ConfigError, SessionStoreError) as err:
+        facts = open_facts(db, store)
+    except (ConfigError, SessionStoreError, FactStoreError) as err:
+        if store is not None:
+            store.close()
         print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     try:
-        kwargs = dict(client=make_client(settings), settings=settings, verbose=args.verbose)
-        if args.max_turns is not None:
-            kwargs["max_turns"] = args.max_turns
-        session = PersistentSession.open(store, args.user, args.session, **kwargs)
-        count = len(session.session.turns)
-        state = f"resumed, {count} turn{'' if count == 1 else 's'}" if session.resumed else "new"
+        window = {} if args.max_turns is None else {"window": args.max_turns}
+        assistant = open_assistant(settings, args.user, args.session, store=store, facts=facts,
+                                   client=make_client(settings), verbose=args.verbose, **window)
+        count = len(assistant.session.turns)
+        state = f"resumed, {count} turn{'' if count == 1 else 's'}" if assistant.session.resumed else "new"
         print(terminal_text(settings.describe()))
         print(terminal_text(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
                             "Type a question, or /help."))
         resume = resume_command(args.user, args.session, args.db)
-        return TerminalChat(session, db=db, resume=resume, stream=not args.no_stream).run()
-    except (SessionStoreError, ValueError) as err:
+        return TerminalChat(assistant, db=db, resume=resume, stream=not args.no_stream).run()
+    except (SessionStoreError, FactStoreError, ValueError) as err:
         print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     finally:
         store.close()
+        facts.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

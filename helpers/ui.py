@@ -9,22 +9,36 @@ Works with a plain ``ChatSession`` or a ``PersistentSession`` (then every turn, 
 saved as it happens). When the session offers ``stream(text)``, answers appear piece by piece.
 
 What a person sees stays true:
-- only Enter or the Send button sends (leaving the box with a half-typed question sends nothing);
+- only Enter or the Send button sends (leaving the box with a half-typed question sends nothing), and
+  either sends exactly the text the box shows, however fast it was typed, and leaves the box empty;
 - every error in a button's action is shown in the window's status line, not only in the kernel log;
 - after any action, and after a failed one, the transcript is redrawn from the session, so the screen shows
   what memory holds (a failed save is rolled back in memory by ``PersistentSession``);
 - a window whose session store was closed says so and changes nothing;
 - the transcript box opens scrolled to the newest message.
+
+Why the box is a one-row ``Textarea`` (``ChatBox``) and Send a toggle (``SendButton``): a browser sends a
+widget's value updates one at a time (each waits until the kernel has handled the one before, and the
+keystrokes typed meanwhile are merged into the next), but a message such as a ``Text`` box's "submit" on
+Enter, or a ``Button``'s click, at once. Typed quickly, Enter or Send overtook the last keystrokes: "When
+does the AI club meet" was sent without its "?", which then began the next question. Here both travel
+with the value, in order: Enter is part of the value (a line break: the text before it is the question),
+and a click on Send disables the box through a link that runs in the browser, so the click reaches the
+kernel in the box's own updates, with exactly the text the box showed (nothing can be typed into a
+disabled box before the kernel has read it and enabled the box again).
 """
 from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any, Callable
 
 import ipywidgets as widgets
+from ipywidgets.widgets import widget as widget_module
 
 from helpers.facts.writer import FactMemory, format_facts
+from helpers.memory.summary_format import one_line
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
            "background:{bg};{align}'><b>{who}</b> {text}</div>")
@@ -35,6 +49,64 @@ _SCROLL_BOX = ("<div class='chat-transcript' style='display:flex;flex-direction:
                "overflow-y:auto;max-height:360px;border:1px solid #ddd;padding:4px'>"
                "<div>{messages}</div></div>")
 PANES = ("Turns kept", "Dropped by trimming", "Summary / profile", "Facts")
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # Enter in the box, or a pasted one
+
+
+class ChatBox(widgets.Textarea):
+    """The input box: one row, and every keystroke (Enter too) reaches the kernel in the order it was typed.
+
+    Enter adds a line break to the value. A click on Send disables the box in the browser (a ``jsdlink``
+    from the toggle), so the click arrives as ``disabled`` in this box's own updates, with the text the
+    box showed (it cannot change until the box is enabled again). ``reader(state)`` (set by ``ChatUI``)
+    sees each update from the browser first and returns the state to keep -- the box emptied once its
+    question is taken, and enabled again -- and what to do then (send it). The kept state goes back to
+    the browser as the update's echo, which the browser applies only when no newer keystroke is on its
+    way: emptying the box never overwrites what is being typed.
+    """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.reader: Callable[[dict], tuple[dict, Callable[[], Any]]] | None = None
+        self.reading = False  # True while an update from the browser is being applied
+
+    def set_state(self, sync_data: dict) -> None:
+        """An update from the browser: ``reader`` decides what the box keeps, then acts."""
+        if self.reader is None:
+            return super().set_state(sync_data)
+        state, then = self.reader(dict(sync_data))
+        self.reading = True
+        try:
+            super().set_state(state)
+        finally:
+            self.reading = False
+        if state.get("value") != sync_data.get("value") and not getattr(widget_module, "JUPYTER_WIDGETS_ECHO",
+                                                                         False):
+            self.send_state("value")  # no echo to carry it: tell the browser plainly
+        then()
+
+
+class SendButton(widgets.ToggleButton):
+    """The Send button: a toggle, so a click changes state that a link in the browser copies onto the box.
+
+    ``on_click(callback)`` and ``click()`` work as on a ``Button`` (for code and tests).
+    """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._click_handlers = widgets.CallbackDispatcher()
+
+    def on_click(self, callback: Callable[[Any], Any], remove: bool = False) -> None:
+        """Call ``callback(button)`` on every click (``remove=True`` to stop)."""
+        self._click_handlers.register_callback(callback, remove=remove)
+
+    def click(self) -> None:
+        """Act as if the button were clicked."""
+        self._click_handlers(self)
+
+
+def _one_question(text: str) -> str:
+    """The box's text as one question: a line break (Enter, or a pasted one) joins the lines with a space."""
+    return " ".join(line.strip() for line in _LINE_BREAK.split(text) if line.strip())
 
 
 def _inner(session: Any) -> Any:
@@ -59,7 +131,8 @@ def _describe_memory(inner: Any) -> str:
     memory = getattr(inner, "memory", None)
     if memory is not None and hasattr(memory, "summary"):
         summary = memory.summary
-        parts = [f"{summary.header()}\n{summary.text}" if summary.text else "summary: nothing summarised yet"]
+        parts = [f"{summary.header()}\n{summary.lines_text()}" if summary.text
+                 else "summary: nothing summarised yet"]
         profile = getattr(memory, "profile", None)
         if profile is not None:
             lines = profile.lines()
@@ -81,16 +154,20 @@ class ChatUI:
                  stream: bool | None = None, on_turn: Callable[[str, str], Any] | None = None,
                  placeholder: str = "Ask about Larkspur University…"):
         self.session = session
-        self.facts = facts
+        self.facts = facts if facts is not None else getattr(session, "facts", None)  # an Assistant's own
         self.user_id = user_id or getattr(session, "user_id", None)
         self.stream = hasattr(_inner(session), "stream") if stream is None else stream
         self.on_turn = on_turn  # called with (question, answer) after each completed turn, e.g. to add facts
         self.last_error: str | None = None
         self.transcript = widgets.HTML()
-        # The box's value follows every keystroke; only Enter (a "submit" message) or Send sends it.
-        self.entry = widgets.Text(placeholder=placeholder, continuous_update=True,
-                                  layout=widgets.Layout(width="70%"))
-        self.send_button = widgets.Button(description="Send", button_style="primary")
+        # The box's value follows every keystroke; only Enter (a line break in it) or Send sends it.
+        self.entry = ChatBox(placeholder=placeholder, continuous_update=True, rows=1,
+                             layout=widgets.Layout(width="70%"))
+        self.send_button = SendButton(description="Send", button_style="primary", tooltip="send the question")
+        self._send_link = widgets.jsdlink((self.send_button, "value"), (self.entry, "disabled"))
+        self._taken = ""  # the start of the box's value, as the browser sent it, that was sent already
+        self._reading_box = False  # True while this window itself changes the box (or the toggle)
+        self._clicks_read = self._toggle_reports = 0  # clicks on Send read from the box, and the toggle's own
         self.undo_button = widgets.Button(description="Undo", tooltip="forget the newest turn")
         self.reset_button = widgets.Button(description="Reset", tooltip="forget the whole conversation")
         self.status = widgets.HTML()
@@ -99,7 +176,10 @@ class ChatUI:
         self.send_button.on_click(lambda _: self._guarded(self.send))
         self.undo_button.on_click(lambda _: self._guarded(self.undo))
         self.reset_button.on_click(lambda _: self._guarded(self.reset))
-        self.entry.on_msg(self._on_entry_message)  # Enter in the box
+        self.entry.reader = self._on_browser_update  # Enter (a line break) and Send, in typing order
+        self.entry.observe(self._on_entry_value, "value")  # the same for a value set by code
+        self.send_button.observe(self._on_send_toggled, "value")
+        self.entry.on_msg(self._on_entry_message)  # a "submit" message (what a Text box sends on Enter)
         self.widget = widgets.VBox([
             self.transcript,
             widgets.HBox([self.entry, self.send_button, self.undo_button, self.reset_button]),
@@ -108,13 +188,17 @@ class ChatUI:
 
     # ------------------------------------------------------------ actions
     def send(self, text: str | None = None) -> str | None:
-        """Ask ``text`` (default: the input box); returns the answer, or None if nothing was sent."""
-        text = (self.entry.value if text is None else text).strip()
+        """Ask ``text``, or else what the input box shows (then emptied); returns the answer, or None if
+        nothing was sent."""
+        from_box = text is None
+        text = (_one_question(self._unsent()) if from_box else text).strip()
         if not text:
             return None
         if self._refuse_if_closed():
             return None
-        self.entry.value = ""
+        if from_box:
+            self._taken = self.entry.value  # all of it is sent now (a late update may still repeat it)
+            self._set_box("")
         try:
             if self.stream:
                 pieces: list[str] = []
@@ -137,6 +221,9 @@ class ChatUI:
             self._show_error("Answered, but on_turn failed - ", err)
             return answer
         self.refresh()
+        turns = _inner(self.session).turns
+        if not turns or turns[-1].answer != answer:  # an assistant's refusal or fallback: shown, never stored
+            self.status.value = html.escape(f"Not kept in the conversation: {answer}")
         return answer
 
     def undo(self) -> bool:
@@ -145,7 +232,7 @@ class ChatUI:
             return False
         try:
             removed = self.session.undo()
-        except Exception as err:
+        except Exception as err:  # a button's callback has nowhere to show a traceback: say it in the window
             self._show_error("Not undone - ", err)
             return False
         self.last_error = None
@@ -160,7 +247,7 @@ class ChatUI:
             return False
         try:
             self.session.reset()
-        except Exception as err:
+        except Exception as err:  # a button's callback has nowhere to show a traceback: say it in the window
             self._show_error("Not reset - ", err)
             return False
         self.last_error = None
@@ -169,8 +256,103 @@ class ChatUI:
         return True
 
     def _on_entry_message(self, _widget: Any, content: dict, _buffers: list) -> None:
-        if content.get("event") == "submit":  # what the browser sends when Enter is pressed in the box
+        if content.get("event") == "submit":  # what a Text box sends on Enter (the ChatBox sends a line break)
             self._guarded(self.send)
+
+    def _on_browser_update(self, state: dict) -> tuple[dict, Callable[[], None]]:
+        """``ChatBox.reader``: the questions an update from the browser carries, and what the box keeps."""
+        questions: list[str] = []
+        shown = str(state["value"]) if "value" in state else self._taken + self.entry.value  # in the browser
+        if "value" in state:
+            state["value"], questions = self._read(shown, self.entry.value)
+        if state.get("disabled") is True and not self.entry.disabled:  # a click on Send (the link)
+            state["disabled"] = False  # the echo enables the box again in the browser
+            self._clicks_read += 1
+            if _store_closed(self.session):  # refused below, and what was typed stays in the box
+                questions.append("")
+            else:
+                questions.append(_one_question(state.get("value", self.entry.value)))
+                self._taken, state["value"] = shown, ""  # all of it is sent (a late update may repeat it)
+        def then() -> None:
+            self._reset_send_button()
+            self._send_each(questions)
+
+        return state, then
+
+    def _on_entry_value(self, change: dict) -> None:
+        """A value set by code (a browser's update goes through ``_on_browser_update``)."""
+        if self._reading_box or self.entry.reading:
+            return
+        self._taken = ""  # code sets what it means: never a late update that repeats what was sent
+        kept, questions = self._read(change["new"], change["old"])
+        if kept != self.entry.value:
+            self._set_box(kept)
+        self._send_each(questions)
+
+    def _send_each(self, questions: list[str]) -> None:
+        for question in questions:
+            if question == "":  # Send with nothing typed, or a closed store (then say so)
+                self._refuse_if_closed()
+            else:
+                self._guarded(lambda question=question: self.send(question))
+
+    def _set_box(self, value: str) -> None:
+        """Change the box from here (not a change to read as typing)."""
+        self._reading_box = True
+        try:
+            self.entry.value = value
+        finally:
+            self._reading_box = False
+
+    def _unsent(self) -> str:
+        """What the box holds that was not sent yet."""
+        value = self.entry.value
+        return value[len(self._taken):] if value.startswith(self._taken) else value
+
+    def _read(self, received: str, before: str) -> tuple[str, list[str]]:
+        """Enter: (what the box keeps, the questions sent): each line break ends a question.
+
+        ``received`` is the box's value as the browser sent it, with every key typed before Enter. Keys
+        typed after Enter may come in the same update, or in updates sent before the browser applied the
+        emptied box: the start already sent (``_taken``) is skipped and what follows the last line break
+        stays. ``before`` is the value before this update: when the only change is one line break inside
+        it (Enter with the caret inside the text), all of the text is the question.
+        """
+        if not received.startswith(self._taken):
+            self._taken = ""  # the box was emptied (or edited) since: none of what it holds was sent
+        prior = before[len(self._taken):] if before.startswith(self._taken) else before  # unsent, before
+        rest, questions = received[len(self._taken):], []
+        while (found := _LINE_BREAK.search(rest)) is not None:
+            head, rest = rest[:found.start()], rest[found.end():]
+            if not questions and head + rest == prior:
+                head, rest = prior, ""  # Enter inside the text: the whole text is the question
+            questions.append(head.strip())
+        if questions and _store_closed(self.session):  # nothing is sent, and nothing typed is lost
+            kept, self._taken = _one_question(received[len(self._taken):]), ""
+            return kept, [""]
+        if questions:
+            self._taken = received[:len(received) - len(rest)]
+        return rest, [q for q in questions if q]
+
+    def _on_send_toggled(self, change: dict) -> None:
+        """The toggle's own report of a click: it becomes a button again once the click has been read.
+
+        The click is read from the box's updates (``_on_browser_update``), and the two reports may come in
+        either order. Reset before the box's, the toggle would enable the box early (the link copies its
+        value to the box's ``disabled``); reset before its own report, it would stay pressed.
+        """
+        if change["new"] and not self._reading_box:
+            self._toggle_reports += 1
+            self._reset_send_button()
+
+    def _reset_send_button(self) -> None:
+        while self._toggle_reports and self._clicks_read:
+            self._toggle_reports, self._clicks_read = self._toggle_reports - 1, self._clicks_read - 1
+            self._reading_box = True  # (not a report: this window's own change)
+            try:
+                self.send_button.value = False
+            finally:
+                self._reading_box = False
 
     def _guarded(self, action: Callable[[], Any]) -> None:
         """Run a button's action; any error it lets through is shown in the status line."""
@@ -245,9 +427,9 @@ class ChatUI:
         """What each memory pane shows, as plain text."""
         inner = _inner(self.session)
         records = {t.turn_id: t.question for t in inner.turns}
-        kept = "\n".join(f"turn {i}: {records.get(i, '(no record)')}"
+        kept = "\n".join(f"turn {i}: {one_line(records.get(i, '(no record)'))}"
                          for i in inner.turn_ids) or "nothing yet"
-        dropped = "\n".join(f"turn {d.turn_id}: {records.get(d.turn_id, '')} ({d.tokens} tokens)"
+        dropped = "\n".join(f"turn {d.turn_id}: {one_line(records.get(d.turn_id, ''))} ({d.tokens} tokens)"
                             for d in inner.dropped) or "nothing dropped"
         extra = _describe_memory(inner)
         if self.facts is None:

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -109,13 +110,18 @@ def test_notebook_runs_in_a_colab_like_environment_and_leaves_its_packages_alone
     os.environ.clear()
     os.environ.update(env)
     try:
-        NotebookClient(nb, kernel_name="colab-like", timeout=900,
+        NotebookClient(nb, kernel_name="colab-like", timeout=900, record_timing=True,
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
     finally:
         os.environ.clear()
         os.environ.update(old_env)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
+    timing = nb.cells[1].metadata["execution"]
+    install = (datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+               - datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))).total_seconds()
+    print(f"\nColab-like setup cell (pip install of requirements-colab.txt and the package): {install:.0f} s")
+    assert install > 1, "the setup cell installed nothing"
 
     versions = _run(python, "-c", "import importlib.metadata as m; "
                     f"print({{n: m.version(n) for n in {sorted(COLAB_PREINSTALLED)!r}}})")

@@ -17,6 +17,7 @@ from helpers.config import Settings, load_settings
 from helpers.dotenv_file import read_dotenv
 from helpers.embeddings import EmbeddingError, embed_texts
 from helpers.endpoint import check_endpoint
+from helpers.guardrails import SCOPE_PROMPT
 from helpers.errors import WorkshopWarning
 from helpers.ledger import UsageLedger
 from helpers.session import ChatSession
@@ -49,8 +50,14 @@ def sse_reply(request: httpx2.Request, text: str) -> httpx2.Response:
 def serve_replies(monkeypatch, replies):
     """Make the terminal chat talk to a server that streams ``replies`` in order (an int: that HTTP error)."""
     queue = list(replies)
+    monkeypatch.setenv("WORKSHOP_EMBEDDINGS", "local")  # the assistant's recall embeds here, not on this server
 
     def handle(request):
+        if json.loads(request.content)["messages"][0]["content"] == SCOPE_PROMPT:  # the assistant's scope rule
+            return httpx2.Response(200, json={"id": "s", "object": "chat.completion", "created": 0, "model": "m",
+                                              "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                                  "role": "assistant",
+                                                  "content": '{"category": "campus", "reason": "scripted"}'}}]})
         reply = queue.pop(0)
         if isinstance(reply, int):
             return httpx2.Response(reply, json={"error": {"message": f"gone\x1b[2J{reply}"}})

@@ -61,7 +61,7 @@ class Provenance:
     source_kind: str
     source_version: int
     evidence: str = ""
-    recorded_at: str = ""
+    recorded_at: str = ""  # when the source last stated it (its newest version; a restatement refreshes it)
     withdrawn_at: str | None = None
 
 
@@ -327,7 +327,8 @@ def save_changes(executemany, changes: Changes) -> None:
             run("INSERT INTO provenance (fact_id, source_id, source_kind, source_version, evidence, "
                 "recorded_at, withdrawn_at) VALUES (?, ?, ?, ?, ?, ?, NULL) "
                 "ON CONFLICT (fact_id, source_id) DO UPDATE SET source_kind = excluded.source_kind, "
-                "source_version = excluded.source_version, evidence = excluded.evidence, withdrawn_at = NULL",
+                "source_version = excluded.source_version, evidence = excluded.evidence, "
+                "recorded_at = excluded.recorded_at, withdrawn_at = NULL",
                 [(fid, p.source_id, p.source_kind, p.source_version, p.evidence, p.recorded_at)
                  for _, fid, p in ops[start:end]])
         else:

@@ -118,14 +118,19 @@ class FactMemory(AbstractContextManager):  # ``with FactMemory.open(path) as mem
         """Decide one candidate and commit the decision with its audit row before returning."""
         return self.write_many([candidate])[0]
 
-    def write_many(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[FactDecision]:
-        """Decide candidates in order inside one transaction; every decision is audited with its change."""
+    def write_many(self, candidates: Iterable[Candidate | Mapping[str, Any]], *,
+                   at: str | None = None) -> list[FactDecision]:
+        """Decide candidates in order inside one transaction; every decision is audited with its change.
+
+        ``at`` (ISO 8601) dates the decisions and provenance; default now. A private in-memory store
+        rebuilt from a log passes each entry's own time, so its dates stay the ones first recorded.
+        """
         candidates = list(candidates)
         if not candidates:
             return []
         checked = [self._check(candidate) for candidate in candidates]
         keys = list(dict.fromkeys(c.key for c, _ in checked if c is not None))
-        at = now().isoformat()
+        at = at or now().isoformat()
         with self.store.transaction(keys) as txn:
             work = WorkingSet(txn, keys, at)
             decisions = [self._apply(work, c, decide(c, work.rows[c.key])) if c is not None
@@ -134,6 +139,24 @@ class FactMemory(AbstractContextManager):  # ``with FactMemory.open(path) as mem
             work.changes.audit = list(decisions)  # a decision is its audit row
             txn.save(work.changes)
         return decisions
+
+    def recorded(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[bool]:
+        """For each candidate: has its source already recorded this version, or a newer one, for its key?
+
+        True means writing it would be a replay or stale ``noop`` (rule 1 of ``decide``, the same
+        ``last_version``) that changes nothing. Only reads: nothing is decided or audited, so a caller
+        can catch up on what a store missed without filling the audit with replays.
+        """
+        checked = [self._check(candidate)[0] for candidate in candidates]
+        by_key: dict[tuple, list[StoredFact]] = {}
+        for user_id in dict.fromkeys(c.user_id for c in checked if c is not None):
+            for fact in self.store.read_facts(user_id, (ACTIVE, CONFLICT, SUPERSEDED, INELIGIBLE)):
+                by_key.setdefault((fact.user_id, fact.subject, fact.attribute, fact.slot), []).append(fact)
+        answers = []
+        for c in checked:
+            seen = None if c is None else last_version(c, by_key.get(c.key, []))
+            answers.append(seen is not None and c.source_version <= seen)
+        return answers
 
     def _check(self, candidate: Any) -> tuple[CheckedCandidate | None, list[str]]:
         try:

@@ -18,14 +18,18 @@ The statements come from one of two extractors in ``helpers.memory.profile_extra
 ``rules`` (the default for the offline stand-in) or ``model`` (a strict JSON request; a reply
 of the wrong shape is rejected whole and logged).
 
-Either way a value must be the user's own words (it has to appear in the user's message), so
-nothing the assistant said becomes a user fact. ``lines()`` shows each current fact with the
-turn and date it was last stated; facts older than ``stale_after`` are "possibly outdated", and
-a corrected fact names the value it superseded and its turn.
+Either way a value must be the user's own words: whole words (case-insensitive, any script) of a
+statement in the user's message, so nothing the assistant said becomes a user fact, "Cal" is not
+taken from "calculus", and a question is never a statement of fact ("Can you call me Cal?" names
+nobody). ``lines()`` shows each current fact with the turn and date it was last stated; facts
+older than ``stale_after`` are "possibly outdated", and a corrected fact names the value it
+superseded and its turn. Every line is one line: labels and values pass through ``one_line``.
 """
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,10 +37,12 @@ from typing import Any, Sequence
 
 from helpers import clock
 from helpers.client import get_settings
-from helpers.errors import WorkshopWarning
+from helpers.errors import ConfigError, WorkshopWarning
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
-from helpers.memory.profile_extraction import ProfileFormatError, extract_with_model, extract_with_rules
+from helpers.memory.profile_extraction import (ProfileFormatError, extract_with_model, extract_with_rules,
+                                               stated_parts)
 from helpers.memory.recall import is_substantive
+from helpers.memory.summary_format import one_line
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +95,21 @@ class ProfileUpdate:
     replaced: list[ProfileFact] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # reasons, one per rejected reply or item
     decisions: list = field(default_factory=list)  # the fact store's Decision for each statement written
+    deferred: list[dict] = field(default_factory=list)  # statements held until the turn is saved
 
 
 def _normal(text: str) -> str:
-    return " ".join(str(text).lower().replace("’", "'").split())
+    """Text as compared: Unicode NFC, case-folded, curly apostrophes straight, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFC", str(text)).casefold().replace("’", "'").split())
+
+
+def says(said: str, value: str) -> bool:
+    """True when ``value`` is whole words of ``said`` (case-insensitive, any script).
+
+    "Cal" is not in "Can you tell me about the calculus tutoring?"; "Zoë" is in "ZOË" (NFC or not).
+    """
+    value = _normal(value)
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", _normal(said)) is not None
 
 
 class ProfileMemory:
@@ -100,20 +117,35 @@ class ProfileMemory:
 
     ``facts`` is the durable store to share (lesson 10); by default a private in-memory one.
     ``extractor`` is ``"rules"``, ``"model"`` or ``"auto"`` (rules for the offline stand-in).
+
+    A turn's facts commit with the turn, or not at all. A plain ``ChatSession`` has nothing to
+    wait for, so ``update`` writes at once. A ``PersistentSession`` calls ``defer_writes()``: from
+    then on ``update`` holds the turn's statements in ``pending`` (they are in ``state()``, so the
+    saved snapshot carries them), and the session calls ``write_deferred()`` once its save has
+    committed - one fact-store transaction for the whole turn - or drops them with the change
+    when the save is refused (``restore``/``drop_deferred``).
+
+    The profile is a view: every line is read from the fact store, dates included (a restatement
+    refreshes its provenance). ``statements`` is only this conversation's log of what it stated,
+    carried in ``state()``. It rebuilds a private store (which lives in this object alone) after an
+    undo or from a snapshot, and lets a shared store catch up on a saved turn whose facts never
+    reached it. It is never replayed into a store that holds it: opening, reloading, undoing, a
+    rolled-back turn and a refused message write nothing, so the audit holds decisions, not replays.
     """
 
     def __init__(self, *, facts: FactMemory | None = None, user_id: str = "user", client: Any = None,
                  settings: Any = None, model: str | None = None, extractor: str = "auto",
                  stale_after: timedelta = DEFAULT_STALE_AFTER, max_reply_chars: int = 600):
         if extractor not in ("auto", "rules", "model"):
-            raise ValueError(f"extractor must be 'auto', 'rules' or 'model' (got {extractor!r})")
+            raise ConfigError(f"extractor must be 'auto', 'rules' or 'model' (got {extractor!r})")
         self.client, self.settings, self.model = client, settings, model
         self.user_id, self.extractor = user_id, extractor
         self.stale_after = stale_after
         self.max_reply_chars = max_reply_chars
         self._private = facts is None
         self.store = facts if facts is not None else FactMemory.open(":memory:")
-        self.statements: list[dict] = []  # what update() wrote, replayed by restore()
+        self.statements: list[dict] = []  # what update() wrote: the log state() carries (see the class)
+        self.pending: list[dict] | None = None  # held until their turn is saved; None: written at once
         self.rejected: list[str] = []
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
@@ -126,11 +158,7 @@ class ProfileMemory:
         support = [p for p in row.provenance if p.withdrawn_at is None and p.source_kind != "assistant"]
         newest = max(support or row.provenance, key=lambda p: (p.source_version, p.recorded_at))
         key, topic = _split_label(row.attribute)
-        stamps = [p.recorded_at for p in (support or row.provenance)]
-        spec = self.store.attributes.get(row.attribute)
-        stamps += [s["at"] for s in self.statements if s.get("at") and s["label"] == row.attribute
-                   and spec is not None and spec.normalise(s["value"]) == row.value_key]  # restatements
-        stamp = max(stamps)
+        stamp = max(p.recorded_at for p in (support or row.provenance))  # a restatement refreshed its source's
         return ProfileFact(key, topic, row.value, newest.source_version, stamp, row.id, row.superseded_by)
 
     @property
@@ -197,13 +225,16 @@ class ProfileMemory:
         return self.merge(turn_id, items, user_text)
 
     def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
-        """Write validated items from turn ``turn_id``; values not in ``user_text`` are rejected, logged."""
+        """Write validated items from turn ``turn_id``; a value that is not whole words of a statement in
+        ``user_text`` (``stated_parts``: no question, no small talk) is rejected and logged."""
         update = ProfileUpdate()
-        said = _normal(user_text)
+        stated = stated_parts(user_text)
         for item in items:
             value = " ".join(item["value"].split()).strip(" .")
-            if _normal(value) not in said:
-                reason = f"turn {turn_id}: {item['key']} {value!r} is not in the user's words"
+            if not any(says(part, value) for part in stated):
+                where = "only in a question (a question states no fact)" if says(user_text, value) \
+                    else "not in the user's words"
+                reason = f"turn {turn_id}: {item['key']} {value!r} is {where}"
                 log.warning("profile fact rejected: %s", reason)
                 self.rejected.append(reason)
                 update.rejected.append(reason)
@@ -212,6 +243,11 @@ class ProfileMemory:
             topic = key if key == "name" else " ".join(item["topic"].lower().split())
             statement = {"turn_id": turn_id, "key": key, "topic": topic, "value": value,
                          "evidence": " ".join(user_text.split())[:500], "at": clock.now().isoformat()}
+            if self.pending is not None:  # held until the session has saved the turn (write_deferred)
+                statement["label"] = attribute_label(key, topic)
+                self.pending.append(statement)
+                update.deferred.append(statement)
+                continue
             decision = self._write(statement)
             update.decisions.append(decision)
             if decision.outcome in ("insert", "correction", "conflict"):
@@ -227,22 +263,51 @@ class ProfileMemory:
         return update
 
     def _write(self, statement: dict) -> Any:
+        return self.store.write(self._candidate(statement))
+
+    def _candidate(self, statement: dict) -> Candidate:
         label = statement["label"] = attribute_label(statement["key"], statement["topic"])
         if label not in self.store.attributes:  # open-ended: any label the user's words name is an attribute
             self.store.attributes[label] = AttributeSpec(label, description="stated by the user")
-        return self.store.write(Candidate(self.user_id, "user", label, statement["value"],
-                                          f"chat:{self.user_id}", "user", int(statement["turn_id"]),
-                                          statement["evidence"]))
+        return Candidate(self.user_id, "user", label, statement["value"], f"chat:{self.user_id}", "user",
+                         int(statement["turn_id"]), statement["evidence"])
+
+    # -- writing once the turn is saved (PersistentSession)
+    def defer_writes(self) -> None:
+        """From now on hold each turn's statements until ``write_deferred`` (see the class)."""
+        if self.pending is None:
+            self.pending = []
+
+    def write_deferred(self) -> list:
+        """Write the held statements in one fact-store transaction (all or none); returns the decisions.
+
+        If the write raises, they stay held (and in ``state()``): the next saved change writes them,
+        or ``restore`` - the session's rollback - drops them. Every written statement is kept, whatever
+        the store decided, so this copy's ``state()`` stays the one the session just saved.
+        """
+        if not self.pending:
+            return []
+        held = list(self.pending)
+        decisions = self.store.write_many([self._candidate(s) for s in held])
+        self.statements += held
+        self.pending = []
+        return decisions
+
+    def drop_deferred(self) -> None:
+        """Forget the held statements unwritten (their turn was not saved)."""
+        if self.pending:
+            self.pending = []
 
     def discard(self, turn_id: int) -> None:
         """Forget statements from ``turn_id`` (after an undo), bringing back what they had replaced.
 
         Only a private store is rebuilt; a shared durable store keeps its audited history.
         """
+        held = None if self.pending is None else [s for s in self.pending if s["turn_id"] != turn_id]
         kept = [s for s in self.statements if s["turn_id"] != turn_id]
         if self._private and len(kept) != len(self.statements):
             self.restore({"user_id": self.user_id, "statements": kept})
-        self.statements = kept
+        self.statements, self.pending = kept, held
 
     # -- showing
     def is_stale(self, fact: ProfileFact, now: datetime | None = None) -> bool:
@@ -260,12 +325,12 @@ class ProfileMemory:
             notes = [f"turn {fact.turn_id}", fact.recorded_at[:10]]
             notes += ["possibly outdated"] if self.is_stale(fact, now) else []
             olds = replaced.get(fact.fact_id, [])
-            notes += [f'superseded "{o.value}" from turn {o.turn_id}' for o in olds[-2:]]
+            notes += [f'superseded "{one_line(o.value)}" from turn {o.turn_id}' for o in olds[-2:]]
             where = ", ".join(notes[:2]) + "".join("; " + note for note in notes[2:])
-            out.append(f"- {fact.label}: {fact.value} ({where})")
+            out.append(f"- {one_line(fact.label)}: {one_line(fact.value)} ({where})")
         for fact in self.conflicts:
-            out.append(f"- {fact.label}: unsettled, \"{fact.value}\" is disputed by another source (turn "
-                       f"{fact.turn_id}); ask the user")
+            out.append(f"- {one_line(fact.label)}: unsettled, \"{one_line(fact.value)}\" is disputed by another "
+                       f"source (turn {fact.turn_id}); ask the user")
         return out
 
     def block(self, now: datetime | None = None) -> dict | None:
@@ -275,23 +340,55 @@ class ProfileMemory:
 
     # -- saving
     def state(self) -> dict:
-        """JSON-ready state: the statements written, replayed into the store by ``restore``."""
-        return {"user_id": self.user_id, "statements": [dict(s) for s in self.statements]}
+        """JSON-ready state: the log of statements written, and any still held (see the class)."""
+        held = self.pending or []  # a saved snapshot carries them: see write_deferred
+        return {"user_id": self.user_id, "statements": [dict(s) for s in self.statements + held]}
 
     def restore(self, state: dict | None) -> None:
-        """Counterpart of ``state``: replays the statements (in a shared store they are no-op replays)."""
+        """Counterpart of ``state``; writes nothing a store already holds, so no replay is audited.
+
+        Held statements are dropped (the session rolled their turn back, or loads another state).
+        A private store is rebuilt from the log, each statement at its own time, only when the log
+        differs from the one it holds (an undo, another snapshot); a rolled-back turn changes nothing.
+        A shared store is only read: statements this copy knows, or the store has recorded at that
+        turn or later, are skipped. The rest belong to a saved turn whose facts never reached the store
+        (a crash between the two commits): written now, or with the next saved change while writes
+        are deferred.
+        """
         state = state or {}
-        statements = list(state.get("statements", []))
+        statements = [dict(s) for s in state.get("statements", [])]
         if not statements and state.get("facts"):  # an older snapshot: facts and history, not statements
             rows = list(state.get("history", [])) + list(state["facts"])
             statements = [{"turn_id": f["turn_id"], "key": f["key"], "topic": f["topic"], "value": f["value"],
                            "evidence": f["value"]} for f in sorted(rows, key=lambda f: f["turn_id"])]
+        if self.pending:
+            self.pending = []
         if self._private:
-            self.store.close()
-            attributes = self.store.attributes
-            self.store = FactMemory.open(":memory:")
-            self.store.attributes.update(attributes)
-        self.statements = []
+            if statements != self.statements:
+                self._rebuild(statements)
+            return
+        new = [s for s in statements if s not in self.statements]
+        missing = self._unrecorded(new) if new else []
+        self.statements = [s for s in statements if s not in missing]
+        if not missing:
+            return
+        if self.pending is not None:
+            self.pending = missing  # in state() as before; written once the next change is saved
+            return
+        self.store.write_many([self._candidate(s) for s in missing])
+        self.statements = statements
+
+    def _unrecorded(self, statements: list[dict]) -> list[dict]:
+        """The statements the shared store has not recorded (at their turn or later); reads only."""
+        recorded = self.store.recorded([self._candidate(s) for s in statements])
+        return [s for s, done in zip(statements, recorded) if not done]
+
+    def _rebuild(self, statements: list[dict]) -> None:
+        """A new private store holding ``statements``, each decided at the time it was first stated."""
+        self.store.close()
+        attributes = self.store.attributes
+        self.store = FactMemory.open(":memory:")
+        self.store.attributes.update(attributes)
         for statement in statements:
-            self._write(statement)
-            self.statements.append(dict(statement))
+            self.store.write_many([self._candidate(statement)], at=statement.get("at"))
+        self.statements = statements
