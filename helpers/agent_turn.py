@@ -33,6 +33,7 @@ from helpers.client import chat, get_settings
 from helpers.compat import profile_for
 from helpers.errors import ConfigError
 from helpers.stream_reader import read_streamed_reply, reply_as_message, reported_usage
+from helpers.text import shorten
 from helpers.tools import REGISTRY, Tool, run_tool, tool_schemas
 
 EMPTY_REPLY = "(the model returned an empty reply)"
@@ -160,8 +161,8 @@ def _ask(messages: list[dict], schemas: list[dict], stream: bool, client, settin
 
 
 def _short(text: str, width: int = 110) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """A verbose trace line's text: one line, at most ``width`` characters."""
+    return shorten(text, width)
 
 
 def _format_call(name: str, arguments: str) -> str:

@@ -194,7 +194,7 @@ def prompt_for_key() -> str | None:
     """Ask once with getpass; an empty answer or any failure means 'stay offline'."""
     try:
         value = getpass.getpass(f"{KEY_NAME} (input hidden; press Enter to stay offline): ")
-    except Exception:
+    except Exception:  # no terminal, a closed stdin, a kernel without input: no key, so the workshop stays offline
         return None
     return value.strip() or None
 

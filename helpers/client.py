@@ -19,6 +19,7 @@ from helpers.api_key import KEY_NAME, check_key_destination, hide_secret, safe_u
 from helpers.config import PLACEHOLDER_KEY, Settings, load_settings
 from helpers.errors import ContextOverflowError, WorkshopError
 from helpers.standin.server import make_offline_client
+from helpers.text import shorten
 
 
 class EndpointError(WorkshopError, RuntimeError):
@@ -250,12 +251,7 @@ def error_text(error: openai.APIStatusError, width: int = 200) -> str:
         message = inner.get("message") if isinstance(inner, dict) else inner
         if not message and isinstance(body.get("detail"), (str, list)):  # FastAPI-style servers
             message = body["detail"]
-    return _one_line(str(message or error.message or error), width)
-
-
-def _one_line(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(str(message or error.message or error), width)
 
 
 # ---------------------------------------------------------------- HTTP 200 that is not a completion
@@ -290,7 +286,7 @@ def _preview(value, secret: str | list[str] | None, width: int = 120) -> str:
         text = value if isinstance(value, str) else json.dumps(value, default=str)
     except (TypeError, ValueError, RecursionError):
         text = f"<{type(value).__name__}>"
-    return repr(_one_line(hide_secret(text, secret)[: width * 4], width))
+    return repr(shorten(hide_secret(text, secret)[: width * 4], width))
 
 
 def _as_data(response):

@@ -35,6 +35,8 @@ def get_timezone(name: str):
 
 def now(tz: str | None = None) -> datetime:
     """The current instant (frozen when WORKSHOP_NOW is set), in zone ``tz`` if given."""
+    # Read on every call, not through Settings: the tools ask for the time with no settings in reach,
+    # and a test (or a notebook cell) that sets WORKSHOP_NOW must move the clock at once.
     frozen = os.environ.get(ENV_VAR, "").strip()
     if frozen:
         try:

@@ -12,13 +12,12 @@ Both are pure: they never change their inputs and never touch the network.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from helpers.message_format import CompatError, normalize_messages
 
-PROFILE_ENV = "WORKSHOP_SERVER_PROFILE"
+PROFILE_ENV = "WORKSHOP_SERVER_PROFILE"  # read into Settings.server_profile by helpers.config, never here
 
 
 # ---------------------------------------------------------------- server profiles
@@ -95,15 +94,13 @@ def profile_for(settings: Any) -> ServerProfile:
     """The profile for these settings: ``settings.server_profile`` (WORKSHOP_SERVER_PROFILE), else the backend's.
 
     A profile describes an openai-compatible server, so only that backend uses it: hosted NIM and the
-    offline stand-in always get their own profile. An object without a ``server_profile`` field (not a
-    ``Settings``) falls back to the environment variable.
+    offline stand-in always get their own profile. The setting is read from ``settings`` only (``load_settings``
+    fills it from the environment or .env); an object without a ``server_profile`` field gets the backend's.
     """
     backend = getattr(settings, "backend", "openai-compatible")
     if backend != "openai-compatible":
         return get_profile(backend)
-    explicit = getattr(settings, "server_profile", None)
-    if explicit is None:
-        explicit = os.environ.get(PROFILE_ENV, "")
+    explicit = getattr(settings, "server_profile", None) or ""
     return get_profile(explicit.strip() or backend)
 
 

@@ -69,6 +69,7 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)
     server_profile: str = ""  # WORKSHOP_SERVER_PROFILE: an openai-compatible server's quirks (helpers.compat)
     embeddings: str = ""  # WORKSHOP_EMBEDDINGS: local | nim | server ("" picks the backend's default)
+    summary_model: str = ""  # WORKSHOP_SUMMARY_MODEL: the summariser's model ("": the chat model; helpers.memory)
 
     def __post_init__(self):
         _check_range("WORKSHOP_TEMPERATURE", "temperature", self.temperature, 0.0, MAX_TEMPERATURE)
@@ -307,6 +308,7 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
         api_key=key,
         server_profile=server_profile,
         embeddings=embeddings,
+        summary_model=read_setting("WORKSHOP_SUMMARY_MODEL", dotenv),
     )
     if "temperature" not in overrides:
         fields["temperature"] = _float_setting("WORKSHOP_TEMPERATURE", DEFAULT_TEMPERATURE, dotenv)

@@ -22,6 +22,7 @@ import openai
 
 from helpers.api_key import hide_secret, safe_url, url_secrets
 from helpers.errors import WorkshopError, WorkshopWarning
+from helpers.text import shorten
 
 LOCAL_MODEL_NAME = "local/all-minilm-l6-v2"
 EMBEDDING_DIM = 384
@@ -41,6 +42,10 @@ class EmbeddingTruncationWarning(WorkshopWarning):
     """A text was longer than the model accepts and only its beginning was embedded."""
 
 
+class DataFileError(WorkshopError, FileNotFoundError):
+    """A data file the workshop ships (tokenizer, knowledge base, scripts) is missing: reinstall or check out."""
+
+
 def data_file(name: str) -> Path:
     """Path of a workshop data file: installed package data first, then the repo's ``data/``."""
     here = Path(__file__).resolve().parent
@@ -48,7 +53,7 @@ def data_file(name: str) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(
+    raise DataFileError(
         f"workshop data file {name!r} not found (looked in {', '.join(str(c.parent) for c in candidates)}); "
         "reinstall the workshop package or run from a full checkout of the repository"
     )
@@ -151,8 +156,7 @@ def _check_texts(texts: Any) -> list[str]:
 
 
 def _preview(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
+    return shorten(text, width, ellipsis="...")
 
 
 def local_embed(texts: list[str]) -> np.ndarray:
@@ -191,7 +195,7 @@ def local_token_count(text: str) -> int:
 
 def _progress(total: int, show: bool | None):
     if show is None:
-        show = total > PROGRESS_MIN_TEXTS and not os.environ.get("TQDM_DISABLE")
+        show = total > PROGRESS_MIN_TEXTS and not os.environ.get("TQDM_DISABLE")  # tqdm's own switch
     if not show:
         return None
     from tqdm.auto import tqdm  # only when a bar is shown (about 0.05 s to import)

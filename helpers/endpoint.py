@@ -15,10 +15,14 @@ import httpx2
 import openai
 
 from helpers.api_key import hide_secret, safe_url, url_secrets
-from helpers.client import completion_problem, describe_body, error_text
+from helpers.client import EndpointError, completion_problem, describe_body, error_text
 
 _SHOWN_MODELS = 5
 _NOT_OPENAI = "check that the URL is the server's OpenAI-compatible /v1 address"
+
+
+class EndpointNotReadyError(EndpointError, TimeoutError):
+    """``wait_until_ready`` gave up: the server did not answer ready in time (also a TimeoutError)."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +141,8 @@ def wait_until_ready(base_url: str, *, timeout: float = 600.0, interval: float =
     """Poll a local NIM container's readiness endpoint until it answers 200; return one line.
 
     ``base_url`` is the OpenAI base URL (``http://localhost:8000/v1``); NIM answers
-    ``GET /v1/health/ready`` with 200 only once the model is loaded. Raises TimeoutError
-    with a plain explanation when it is not ready in time.
+    ``GET /v1/health/ready`` with 200 only once the model is loaded. Raises EndpointNotReadyError
+    (a TimeoutError) with a plain explanation when it is not ready in time.
     """
     sleep = sleep or time.sleep
     get = get or (lambda url: httpx2.get(url, timeout=min(interval, 10.0)).status_code)
@@ -151,11 +155,11 @@ def wait_until_ready(base_url: str, *, timeout: float = 600.0, interval: float =
             if status == 200:
                 return f"READY: {shown} after {waited:.0f} s"
             last = f"HTTP {status}"
-        except Exception as error:  # connection refused while the container starts
+        except (httpx2.TransportError, OSError) as error:  # connection refused while the container starts
             last = type(error).__name__
         if waited >= timeout:
-            raise TimeoutError(f"{shown} was not ready after {timeout:.0f} s (last: {last}). The first start "
-                               "downloads the model into the cache directory and can take many minutes; "
-                               "check `docker logs` for progress.")
+            raise EndpointNotReadyError(f"{shown} was not ready after {timeout:.0f} s (last: {last}). The first "
+                                        "start downloads the model into the cache directory and can take many "
+                                        "minutes; check `docker logs` for progress.")
         sleep(interval)
         waited += interval

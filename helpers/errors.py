@@ -7,6 +7,11 @@ built-in that says what kind of problem it is:
   contents) - or when a model's reply cannot be parsed, as ``json.loads`` does for bad text;
 * a ``RuntimeError`` when something outside the call failed (the server, the embedding model, a database).
 
+A few also keep the built-in they replaced, so an older ``except KeyError`` (``FileNotFoundError``,
+``TimeoutError``) still catches them. No module raises a bare built-in on purpose (tests/test_errors.py
+reads every ``raise`` to keep it so); that a class is defined beside the code that raises it is fine, as
+long as it is in this list.
+
 The tree (module where each is defined, and what it means)::
 
     WorkshopError
@@ -18,14 +23,19 @@ The tree (module where each is defined, and what it means)::
     ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
     ├── ContextOverflowError   (ValueError)    errors: the request is longer than the server's context window
     ├── ToolInputError         (ValueError)    tools: a tool's argument is invalid
+    ├── UnknownToolError       (ValueError, KeyError)  tools: a tool name that is not in the registry
+    ├── SnapshotError          (ValueError)    session_snapshot: snapshot data (or a mark) a session cannot load
     ├── KnowledgeBaseError     (ValueError)    knowledge_files: the knowledge-base file is malformed
     ├── VerdictError           (ValueError)    guardrails: a judge's reply is not a strict verdict
     ├── ContextBudgetError     (ValueError)    memory.budget: the budget cannot hold the fixed costs
     ├── ProfileFormatError     (ValueError)    memory.profile_extraction: a profile reply is unreadable
     ├── ExtractionError        (ValueError)    facts.extract: an extraction reply cannot be parsed
     ├── EndpointError          (RuntimeError)  client: a request failed; the message says what to do
-    │   └── ResponseFormatError                client: HTTP 200, but not a chat completion
+    │   ├── ResponseFormatError                client: HTTP 200, but not a chat completion
+    │   └── EndpointNotReadyError (TimeoutError)  endpoint: wait_until_ready gave up waiting
+    ├── TurnInProgressError    (RuntimeError)  session: a question while the session is still answering one
     ├── EmbeddingError         (RuntimeError)  embeddings: the embedding model failed
+    ├── DataFileError          (FileNotFoundError)  embeddings: a data file the workshop ships is missing
     ├── SummaryError           (RuntimeError)  memory.summary: the summariser failed
     ├── FactStoreError         (RuntimeError)  facts.store: the fact database failed (nothing stored)
     ├── FactMemoryError        (RuntimeError)  facts.writer: a fact write or resolve was refused

@@ -97,6 +97,8 @@ def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = Non
 
 def cache_dir(path: str | Path | None = None) -> Path:
     """The cache folder, created (argument, else $WORKSHOP_CACHE_DIR, else ~/.cache/agent-memory-workshop)."""
+    # Not through Settings: a local knowledge base (client=None) is built with no settings at all, and
+    # load_settings copies WORKSHOP_CACHE_DIR from .env into the environment like every other setting.
     folder = Path(path or os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR).expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -220,13 +222,16 @@ class KnowledgeBase:
     def _read_cache(self, target: Path) -> np.ndarray | None:
         try:
             matrix = np.load(target, allow_pickle=False)
-            if matrix.ndim != 2 or matrix.shape[0] != len(self.entries) or not np.all(np.isfinite(matrix)):
-                raise ValueError(f"shape {matrix.shape} does not match {len(self.entries)} entries")
-            return matrix.astype(np.float32, copy=False)
-        except (OSError, ValueError, EOFError) as exc:
-            warnings.warn(f"embedding cache {target.name} is unreadable ({exc}); embedding "
-                          f"{len(self.entries)} passages again", CacheWarning, stacklevel=5)
-            return None
+        except (OSError, ValueError, EOFError) as exc:  # not a .npy file, cut short, or unreadable
+            return self._unreadable_cache(target, exc)
+        if matrix.ndim != 2 or matrix.shape[0] != len(self.entries) or not np.all(np.isfinite(matrix)):
+            return self._unreadable_cache(target, f"shape {matrix.shape} does not match {len(self.entries)} entries")
+        return matrix.astype(np.float32, copy=False)
+
+    def _unreadable_cache(self, target: Path, problem: object) -> None:
+        warnings.warn(f"embedding cache {target.name} is unreadable ({problem}); embedding "
+                      f"{len(self.entries)} passages again", CacheWarning, stacklevel=6)
+        return None
 
     def _write_cache(self, target: Path, matrix: np.ndarray) -> None:
         try:

@@ -33,6 +33,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from helpers.clock import now
 from helpers.dsn import redact_dsn
+from helpers.errors import ConfigError
 
 SCHEMA_NAME = re.compile(r"^(?!pg_)[a-z_][a-z0-9_]{0,62}$")  # pg_ is reserved by PostgreSQL
 
@@ -149,7 +150,7 @@ def schema_version(conns: Connections, table: str) -> int:
 def drop_schema(dsn: str, schema: str) -> None:
     """Delete a schema and everything in it (for throwaway test schemas; irreversible)."""
     if not SCHEMA_NAME.match(schema):
-        raise ValueError(f"schema {schema!r} is not a plain lowercase name")
+        raise ConfigError(f"schema {schema!r} is not a plain lowercase name")
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 

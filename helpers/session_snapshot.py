@@ -31,10 +31,20 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.errors import ConfigError
+from helpers.errors import ConfigError, WorkshopError
 from helpers.history import DroppedTurn, HistoryError, system_end
 from helpers.validity import find_problems
 from helpers.window import Window
+
+
+class SnapshotError(WorkshopError, ValueError):
+    """Snapshot data a session cannot continue from (another version, inconsistent or malformed fields, a
+    memory state its memory cannot read), or a mark that cannot bring the session back."""
+
+
+def _named(error: BaseException) -> str:
+    """``KeyError: 'next_id'``: an error reading snapshot data, with its type (a KeyError's text is just the key)."""
+    return f"{type(error).__name__}: {error}"
 
 
 @dataclass
@@ -175,28 +185,47 @@ class Snapshots:
         ``system_prompt`` may be passed only with the snapshot's own value (see ``resume_arguments``).
         """
         if state.get("version") != 1:
-            raise ValueError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
+            raise SnapshotError(f"unsupported session snapshot version {state.get('version')!r}; expected 1")
         prompt, kwargs = resume_arguments(state, kwargs)
         session = cls(prompt, **kwargs)
         session.load_snapshot(state)
         return session
 
     def load_snapshot(self, state: dict) -> None:
-        """Continue from ``snapshot()`` data in place (client, tools, limits and usage ledger stay)."""
+        """Continue from ``snapshot()`` data in place (client, tools, limits and usage ledger stay).
+
+        Data that does not fit raises SnapshotError; only reading the data is guarded, so an error in
+        the session's own code surfaces as itself.
+        """
+        try:  # reading the fields: a missing key or a value of the wrong type is the data's fault
+            messages, turn_ids = copy.deepcopy(list(state["messages"])), state["turn_ids"]
+            next_id = int(state["next_id"])
+            turns = [TurnRecord(**t) for t in state.get("turns", [])]
+            dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"])
+                       for d in state.get("dropped", [])]
+            memory = copy.deepcopy(state.get("memory") or {})
+        except (KeyError, TypeError, ValueError) as error:
+            raise SnapshotError(f"session snapshot is malformed: {_named(error)}") from error
+        if not isinstance(memory, dict):
+            raise SnapshotError(f"session snapshot's memory state is a {type(memory).__name__}, not a dict")
         try:
-            window = self._new_window(copy.deepcopy(list(state["messages"])), state["turn_ids"])
+            window = self._new_window(messages, turn_ids)
         except HistoryError as error:
-            raise ValueError("session snapshot is inconsistent: turn_ids do not match the messages") from error
-        problems = find_problems(window.messages) if state["messages"] else []
+            raise SnapshotError("session snapshot is inconsistent: turn_ids do not match the messages") from error
+        problems = find_problems(window.messages) if messages else []
         if problems:
-            raise ValueError("session snapshot holds a message list a server would reject: "
-                             + "; ".join(problems))
-        self._window, self._next_id = window, int(state["next_id"])
-        self.turns = [TurnRecord(**t) for t in state.get("turns", [])]
-        self.dropped = [DroppedTurn(d["turn_id"], copy.deepcopy(d["messages"]), d["tokens"])
-                        for d in state.get("dropped", [])]
+            raise SnapshotError("session snapshot holds a message list a server would reject: "
+                                + "; ".join(problems))
+        self._window, self._next_id = window, next_id
+        self.turns, self.dropped = turns, dropped
         self._plain_order = _in_plain_order(window.turn_ids, self.dropped, self.turns, self._next_id)
-        self.restore_memory_state(copy.deepcopy(state.get("memory") or {}))
+        # The memory reads its own part: data its reader cannot use (or the state of another kind of memory)
+        # is reported as such, chained to the error so a bug in the reader still shows where it is.
+        try:
+            self.restore_memory_state(memory)
+        except (KeyError, TypeError, ValueError) as error:
+            raise SnapshotError(f"session snapshot's memory state does not fit this session's memory: "
+                                f"{_named(error)}") from error
 
     # ------------------------------------------------------------ what changed since a moment
     def mark(self, *, memory: bool = True) -> SnapshotMark:
@@ -266,8 +295,8 @@ class Snapshots:
     def _check_mark(self, mark: SnapshotMark) -> None:
         if mark.memory is None or not (_prefix_intact(mark.dropped, mark.dropped_count, mark.dropped_last)
                                        and _prefix_intact(mark.records, mark.records_cut, mark.records_last)):
-            raise ValueError("this mark cannot bring the session back: it was taken with memory=False, or the "
-                             "session's turn lists were changed in place since; use snapshot()/load_snapshot()")
+            raise SnapshotError("this mark cannot bring the session back: it was taken with memory=False, or the "
+                                "session's turn lists were changed in place since; use snapshot()/load_snapshot()")
 
     def snapshot_at(self, mark: SnapshotMark) -> dict:
         """The full ``snapshot()`` the session had at ``mark`` (the session itself is not changed)."""

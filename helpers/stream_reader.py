@@ -19,6 +19,7 @@ from helpers.api_key import safe_url
 from helpers.client import (FORMAT_ADVICE, ResponseFormatError, describe_body, explain, get_settings,
                             hide_secret)
 from helpers.message_format import CompatError, normalize_messages
+from helpers.text import shorten
 
 
 def read_streamed_reply(stream, settings=None):
@@ -36,7 +37,7 @@ def read_streamed_reply(stream, settings=None):
         try:
             usage = reported_usage(getattr(chunk, "usage", None)) or usage
             if not hasattr(chunk, "choices"):
-                raise TypeError("it has no choices field")
+                raise _not_a_chunk(where, "it has no choices field", chunk, secret)
             if not chunk.choices:  # e.g. the usage chunk that ends a stream
                 continue
             with_choices += 1
@@ -45,7 +46,7 @@ def read_streamed_reply(stream, settings=None):
                 continue
             text = delta.content
             if text is not None and not isinstance(text, str):
-                raise TypeError(f"its content is {type(text).__name__}, not text")
+                raise _not_a_chunk(where, f"its content is {type(text).__name__}, not text", chunk, secret)
             for fragment in delta.tool_calls or []:
                 index = fragment.index if isinstance(fragment.index, int) else 0  # some servers omit it
                 call = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
@@ -53,9 +54,8 @@ def read_streamed_reply(stream, settings=None):
                 if fragment.function is not None:
                     call["name"] += fragment.function.name or ""
                     call["arguments"] += fragment.function.arguments or ""
-        except (AttributeError, TypeError, IndexError) as exc:
-            raise ResponseFormatError(f"{where} sent a stream chunk that is not a chat completion chunk "
-                                      f"({exc}): {_excerpt(chunk, secret)}. {FORMAT_ADVICE}") from None
+        except (AttributeError, TypeError, IndexError) as exc:  # reading the chunk: a field of another shape
+            raise _not_a_chunk(where, exc, chunk, secret) from None
         if text:
             content.append(text)
             yield text
@@ -117,6 +117,12 @@ def _chunks(stream, where: str, settings, secret):
         raise failure
 
 
+def _not_a_chunk(where: str, problem, chunk, secret) -> ResponseFormatError:
+    """The error for a stream chunk that is not a chat completion chunk (``problem`` says why)."""
+    return ResponseFormatError(f"{where} sent a stream chunk that is not a chat completion chunk "
+                               f"({problem}): {_excerpt(chunk, secret)}. {FORMAT_ADVICE}")
+
+
 def _refuse_unstreamed_body(stream, where: str, secret) -> None:
     """A JSON or HTML body is not a stream at all: read (the start of) it and say what it was."""
     response = getattr(stream, "response", None)
@@ -150,5 +156,4 @@ def _excerpt(value, secret, width: int = 120) -> str:
         text = value if isinstance(value, str) else repr(value)
     except Exception:  # a repr that recurses too deeply or fails
         text = f"<{type(value).__name__}>"
-    text = " ".join(hide_secret(text[: width * 4], secret).split())
-    return repr(text if len(text) <= width else text[: width - 1] + "…")
+    return repr(shorten(hide_secret(text[: width * 4], secret), width))

@@ -20,6 +20,7 @@ from helpers.clock import WEEKDAYS
 from helpers.errors import WorkshopError
 from helpers.knowledge import KnowledgeBase
 from helpers.knowledge_files import KnowledgeBaseError
+from helpers.text import shorten
 
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
 _KB = None  # the campus knowledge base, built on first use by campus_knowledge_base()
@@ -27,6 +28,13 @@ _KB = None  # the campus knowledge base, built on first use by campus_knowledge_
 
 class ToolInputError(WorkshopError, ValueError):
     """The model passed an argument the tool cannot use; the message says what is accepted."""
+
+
+class UnknownToolError(WorkshopError, ValueError, KeyError):
+    """A tool name that is not in the registry (``tools=[...]`` of a session, ``tool_schemas``); the message
+    names it and the known tools. Also a KeyError (what it was before), but printed as its message, unquoted."""
+
+    __str__ = Exception.__str__
 
 
 # ---------------------------------------------------------------- a tool: a function and its schema
@@ -169,7 +177,9 @@ def tool_schemas(names: list[str] | None = None, registry: dict[str, Tool] | Non
     registry = REGISTRY if registry is None else registry
     unknown = [n for n in names or [] if n not in registry]
     if unknown:
-        raise KeyError(f"unknown tools {unknown}; available: {sorted(registry)}")
+        asked = ", ".join(map(_short_repr, unknown))
+        raise UnknownToolError(f"unknown tool{'s' if len(unknown) != 1 else ''} {asked}; "
+                               f"the known tools are {', '.join(sorted(registry)) or '(none)'}")
     return [registry[n].schema for n in (list(registry) if names is None else names)]
 
 
@@ -280,13 +290,11 @@ def _short_repr(value, width: int = 80) -> str:
         text = repr(value)
     except Exception:  # a repr that recurses too deeply or raises
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(text, width, flatten=False)
 
 
 def _error(message: str) -> str:
-    if len(message) > _MAX_ERROR_CHARS:
-        message = message[: _MAX_ERROR_CHARS - 1] + "…"
-    return json.dumps({"error": message})
+    return json.dumps({"error": shorten(message, _MAX_ERROR_CHARS, flatten=False)})
 
 
 def _example(tool: Tool) -> str:

@@ -41,9 +41,10 @@ def test_profile_for_uses_backend_name(monkeypatch):
     assert profile_for(SimpleNamespace(backend="offline")) is OFFLINE
 
 
-def test_profile_for_env_override_wins(monkeypatch):
-    monkeypatch.setenv("WORKSHOP_SERVER_PROFILE", "llama.cpp")
-    assert profile_for(SimpleNamespace(backend="openai-compatible")) is LLAMA_CPP
+def test_profile_for_reads_the_setting_never_the_environment(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_SERVER_PROFILE", "llama.cpp")  # Settings is the one place that reads it
+    assert profile_for(SimpleNamespace(backend="openai-compatible", server_profile="llama.cpp")) is LLAMA_CPP
+    assert profile_for(SimpleNamespace(backend="openai-compatible")) is OPENAI_COMPATIBLE
 
 
 # ---------------------------------------------------------------- prepare_request

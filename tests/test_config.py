@@ -475,3 +475,81 @@ def test_a_kernel_counts_as_interactive_only_when_it_takes_input(clean_env, monk
 def test_a_keyword_replaces_a_bad_environment_number(clean_env, monkeypatch):
     monkeypatch.setenv("WORKSHOP_TIMEOUT", "0")
     assert load_settings("offline", timeout=5).timeout == 5
+
+
+# ---------------------------------------------------------------- Settings is the one place for settings
+
+SETTINGS_MODULES = {"helpers/config.py", "helpers/dotenv_file.py", "helpers/api_key.py"}  # they build Settings
+# (file, variable): why that module reads the environment itself instead of taking it from Settings.
+ENVIRONMENT_READS = {
+    ("helpers/clock.py", "WORKSHOP_NOW"): "the frozen clock is read on every call: tools ask for the time with no "
+                                          "settings in reach, and a test that sets it must move the clock at once",
+    ("helpers/knowledge.py", "WORKSHOP_CACHE_DIR"): "a local knowledge base (client=None) is built without settings",
+    ("helpers/embeddings.py", "TQDM_DISABLE"): "tqdm's own switch for progress bars, not a workshop setting",
+    ("helpers/cli.py", "WORKSHOP_SESSION_DB"): "the terminal chat's default --db, before any settings are loaded",
+    ("helpers/cli.py", "XDG_DATA_HOME"): "where the desktop keeps user data: the default --db's folder",
+    ("helpers/cli.py", "WORKSHOP_USER"): "the terminal chat's default --user",
+    ("helpers/cli.py", "WORKSHOP_BACKEND"): "the terminal chat defaults to offline unless a backend is named",
+}
+
+
+def environment_reads():
+    """(file, variable or None) for every use of os.environ / os.getenv in helpers/ (exercises left out)."""
+    import ast
+    import importlib
+
+    helpers_dir = Path(config.__file__).resolve().parent
+    found = []
+    for path in sorted(helpers_dir.rglob("*.py")):
+        relative = str(path.relative_to(helpers_dir.parent))
+        if "exercises" in path.relative_to(helpers_dir).parts or relative in SETTINGS_MODULES:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            is_env = (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv")
+                      and isinstance(node.value, ast.Name) and node.value.id == "os")
+            is_env = is_env or (isinstance(node, ast.Name) and node.id in ("environ", "getenv"))
+            if not is_env:
+                continue
+            parent = parents.get(node)
+            if isinstance(parent, ast.Attribute) and parent.attr == "get":  # os.environ.get(NAME, ...)
+                parent = parents.get(parent)
+            key = None
+            if isinstance(parent, ast.Call) and parent.args:
+                key = parent.args[0]
+            elif isinstance(parent, ast.Subscript):  # os.environ[NAME]
+                key = parent.slice
+            name = None
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                name = key.value
+            elif isinstance(key, ast.Name):  # a module constant such as ENV_VAR
+                module = importlib.import_module(".".join(path.relative_to(helpers_dir.parent).with_suffix("").parts))
+                name = getattr(module, key.id, None)
+            found.append((relative, name))
+    return found
+
+
+def test_only_the_settings_modules_read_the_environment():
+    unexpected = sorted({read for read in environment_reads() if read not in ENVIRONMENT_READS}, key=str)
+    assert not unexpected, ("read these through Settings (helpers.config.load_settings / get_settings), "
+                            f"or list them in ENVIRONMENT_READS with the reason: {unexpected}")
+
+
+def test_every_listed_environment_read_is_still_there():
+    assert set(ENVIRONMENT_READS) <= set(environment_reads())
+
+
+def test_the_summary_model_and_server_profile_come_from_settings(clean_env, monkeypatch):
+    from types import SimpleNamespace
+
+    from helpers.compat import LLAMA_CPP, profile_for
+    from helpers.memory.summary import summary_model
+
+    monkeypatch.setenv("WORKSHOP_SUMMARY_MODEL", "meta/small")
+    monkeypatch.setenv("WORKSHOP_SERVER_PROFILE", "llama.cpp")
+    settings = load_settings("openai-compatible", base_url="http://127.0.0.1:8080/v1")
+    assert settings.summary_model == "meta/small" and summary_model(settings) == "meta/small"
+    assert settings.server_profile == "llama.cpp" and profile_for(settings) is LLAMA_CPP
+    by_hand = SimpleNamespace(backend="openai-compatible", chat_model="m")  # not loaded: the environment is not read
+    assert summary_model(by_hand) == "m" and profile_for(by_hand).name == "openai-compatible"

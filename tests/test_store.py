@@ -694,6 +694,25 @@ def test_a_turn_record_with_wrong_fields_is_explained(store, db):
         store.load("ada", "s1")
 
 
+def test_a_bug_in_the_restore_path_is_not_reported_as_damaged_data(store, monkeypatch):
+    from helpers import session_snapshot
+
+    store.save("ada", "s1", chatted([CLUB]))
+    opened = PersistentSession.open(store, "ada", "s1")
+    before = opened.snapshot()
+
+    def bug(*args, **kwargs):
+        raise TypeError("a bug in the session's code, not in the data")
+
+    monkeypatch.setattr(session_snapshot, "_in_plain_order", bug)  # runs after the stored data was read
+    for action in (lambda: store.load("ada", "s1"), lambda: PersistentSession.open(store, "ada", "s1"),
+                   opened.reload):
+        with pytest.raises(TypeError, match="a bug in the session's code") as caught:
+            action()
+        assert not isinstance(caught.value, SessionStoreError)  # no "damaged ... restore a backup" advice
+    assert opened.snapshot() == before  # the failed reload left this copy as it was
+
+
 # --- --db paths -----------------------------------------------------------------------------------------------
 
 def test_a_path_under_a_file_is_explained(tmp_path):

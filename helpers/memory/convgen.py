@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from helpers.errors import ConfigError
 from helpers.knowledge_files import load_knowledge_base
 from helpers.memory.convgen_phrases import (ATTRIBUTES, CAMPUS_FORMS, CORRECT, FOLLOW_UPS, LONG_FORMS,
                                             RESTATE, SCRIPTED_FACTS, SMALL_TALK, STATE)
@@ -74,7 +75,7 @@ def generate(seed: int, n_turns: int = 200, n_facts: int = 20, min_gap: int = 8,
              ) -> Conversation:
     """A seeded conversation (see the module docstring); the same seed always gives the same turns."""
     if n_turns < 8 * n_facts // 2 or n_facts > len(ATTRIBUTES):
-        raise ValueError(f"{n_turns} turns are too few for {n_facts} facts (use at least {4 * n_facts} "
+        raise ConfigError(f"{n_turns} turns are too few for {n_facts} facts (use at least {4 * n_facts} "
                          f"turns and at most {len(ATTRIBUTES)} facts)")
     rng = random.Random(seed)
     slots: list[Turn | None] = [None] * n_turns
@@ -156,7 +157,7 @@ def scripted(n_turns: int = 200, seed: int = 11) -> Conversation:
         probe_turn = next((t for t in list(range(target, n_turns)) + list(range(target, fact_turn + 29, -1))
                            if slots[t] is None), None)
         if probe_turn is None:
-            raise ValueError(f"no free turn to probe fact {i}; use more turns")
+            raise ConfigError(f"no free turn to probe fact {i}; use more turns")
         slots[probe_turn] = Turn(question, "probe", evidence)
         probes.append(Probe(probe_turn, question, evidence, evidence, (), (fact_turn,)))
     for t in range(n_turns):

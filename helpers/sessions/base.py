@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from helpers.ids import check_id
 from helpers.session import ChatSession
-from helpers.session_snapshot import SnapshotChanges, resume_arguments
+from helpers.session_snapshot import SnapshotChanges, SnapshotError, resume_arguments
 from helpers.sessions.encoding import (EncodedChanges, EncodedSession, VectorRow, damaged, encode_changes,
                                        encode_state, import_stored_vectors)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
@@ -65,7 +65,8 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
 
     Stored data that does not fit raises SessionStoreError naming the session; the caller's own
     arguments are never blamed on the data: an unknown argument raises the constructor's TypeError,
-    and a ``system_prompt`` other than the stored one raises ConfigError (``resume_arguments``).
+    and a ``system_prompt`` other than the stored one raises ConfigError (``resume_arguments``). Nor is
+    a bug: only ``load_snapshot``'s SnapshotError (data it cannot read) is reported as damaged data.
     """
     name = f"session {stored.info.user_id}/{stored.info.session_id}"
     version = stored.state.get("version")
@@ -83,12 +84,11 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
     session = session_class(prompt, **kwargs)  # a wrong argument is the caller's error: raised as it is
     try:  # only decoding the stored turns and memory state can mean damaged data
         session.load_snapshot(stored.state)
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        detail = f"{type(err).__name__}: {err}" if isinstance(err, KeyError) else str(err)
-        raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({detail}); "
+    except SnapshotError as err:
+        raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({err}); "
                                 "its stored data is damaged, or its memory state needs the memory= "
                                 "(or session class) it was created with - restore a backup, "
-                                "or delete the session") from None
+                                "or delete the session") from err
     import_stored_vectors(session, stored.vectors)
     return session
 

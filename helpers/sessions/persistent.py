@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from helpers.session import ChatSession
-from helpers.session_snapshot import SnapshotMark, TurnRecord
+from helpers.session_snapshot import SnapshotError, SnapshotMark, TurnRecord
 from helpers.sessions.base import restore
 from helpers.sessions.encoding import has_lone_surrogates, import_stored_vectors, storable_text
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
@@ -115,10 +115,13 @@ class PersistentSession:
         before = self.session.snapshot()
         try:
             self.session.load_snapshot(stored.state)
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
+        except SnapshotError as err:  # the stored data cannot be read
             self.session.load_snapshot(before)
             raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left "
-                                    "as it was - reopen it with PersistentSession.open") from None
+                                    "as it was - reopen it with PersistentSession.open") from err
+        except BaseException:  # anything else (a bug) surfaces as itself, with this copy left as it was
+            self.session.load_snapshot(before)
+            raise
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
         self.revision = stored.info.revision
         self._synced = self.session.mark(memory=False)

@@ -21,6 +21,7 @@ import string
 from dataclasses import dataclass
 
 from helpers import clock
+from helpers.text import shorten
 
 _KINDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
           "array": "an array", "object": "an object", "null": "null"}
@@ -112,8 +113,7 @@ def _join(path: str, key) -> str:
 
 
 def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shorten(repr(value), 60, ellipsis="...", flatten=False)
 
 
 def _expected(types: list[str]) -> str:

@@ -28,6 +28,7 @@ import httpx2
 
 from helpers.config import OFFLINE_CHAT_MODEL
 from helpers.standin.schemas import problem as schema_problem
+from helpers.text import shorten
 from helpers.validity import scan, word_problems
 
 CHAT_MODELS = (OFFLINE_CHAT_MODEL,)
@@ -82,8 +83,7 @@ def _kind(value) -> str:
 
 
 def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shorten(repr(value), 60, ellipsis="...", flatten=False)
 
 
 def _expect(ok: bool, param: str, what: str, value) -> None:
