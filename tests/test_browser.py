@@ -306,7 +306,7 @@ class Chat:
         self.page = page
         self.window = page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(".chat-transcript"))
         assert self.window.count() == 1, "the chat window is not on screen"
-        self.entry = self.window.locator("input[type='text']")
+        self.entry = self.window.locator("textarea, input[type='text']")  # the box (a one-row textarea)
         self.box = self.window.locator(".chat-transcript")
         self.bubbles = self.box.locator(":scope > div > div")
         self.status = self.window.locator(".widget-html").nth(1)
@@ -400,4 +400,66 @@ def test_lesson_11_chat_window_works_after_run_all(browser, jupyter):
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
     errors = console.take_errors()
     assert not errors, f"{name}: console errors: {errors}"
+    page.close()
+
+
+KEY_DELAY_MS = 15  # a fast typist (the security issue saw keystrokes lost at this speed)
+FAST_CHAT = "chat_fast_typing.ipynb"  # a notebook of one cell, written into the server's scratch copy
+
+
+def _you_said(chat):
+    """What each "you" bubble of the transcript shows, in order."""
+    texts = [t.strip() for t in chat.bubbles.all_inner_texts()]
+    return [t.removeprefix("you").strip() for t in texts if t.startswith("you")]
+
+
+def test_chat_window_sends_exactly_what_was_typed_however_fast(browser, jupyter):
+    """Typed key by key at 15 ms, then Enter or Send at once: exactly the text the box shows is sent, and the
+    box is left empty (no last character lost, none left over to begin the next question). Then the same
+    without waiting for answers: each question typed while the one before is being answered."""
+    context, console = browser
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": "chat", "metadata": {},
+                           "outputs": [], "source": ["from helpers.session import ChatSession\n",
+                                                     "from helpers.ui import ChatUI\n",
+                                                     "ChatUI(ChatSession())"]}],
+                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (jupyter["work"] / FAST_CHAT).write_text(json.dumps(notebook), encoding="utf-8")
+    page = _open(context, console, jupyter, FAST_CHAT)
+    _run_all(page)
+    chat = Chat(page)
+    chat.window.scroll_into_view_if_needed()
+
+    def type_and_send(question, how):
+        chat.entry.click()
+        chat.entry.press_sequentially(question, delay=KEY_DELAY_MS)
+        assert chat.entry.input_value().endswith(question)  # what the box shows when Enter or Send is pressed
+        if how == "Enter":
+            chat.entry.press("Enter")
+        else:
+            chat.button("Send").click()
+
+    asked = []
+    for i, question in enumerate(QUESTIONS, start=1):
+        how = "Enter" if i % 2 else "Send"
+        type_and_send(question, how)
+        asked.append(question)
+        chat.settle(2 * i)
+        page.wait_for_timeout(300)  # time for a late value update from the browser to arrive, if one is coming
+        _wait_idle(page)
+        assert _you_said(chat) == asked, f"question {i} ({how}): sent {_you_said(chat)[-2:]}"
+        assert chat.entry.input_value() == "", f"the box kept {chat.entry.input_value()!r} after question {i}"
+        assert "mod-active" not in chat.button("Send").get_attribute("class"), "Send was left pressed"
+
+    burst = [(question, "Enter" if i % 3 else "Send") for i, question in enumerate(QUESTIONS[:5], start=1)]
+    for question, how in burst:  # no waiting for the answer
+        type_and_send(question, how)
+        asked.append(question)
+    chat.settle(2 * len(asked))
+    page.wait_for_timeout(300)
+    _wait_idle(page)
+    assert _you_said(chat) == asked, f"typed while answers were coming, sent {_you_said(chat)[-len(burst):]}"
+    assert chat.entry.input_value() == "" and chat.status.inner_text() == "", chat.status.inner_text()
+    errors = console.take_errors()
+    assert not errors, f"{FAST_CHAT}: console errors: {errors}"
     page.close()

@@ -4,17 +4,26 @@
 facts pane). ``facts_message`` is the system message an agent reads: each current value marked
 ``(current)``, each value a correction replaced marked ``(superseded)`` with what replaced it, and
 a key whose sources disagree shown as unsettled - so an old value never reaches the model unmarked.
+
+Every fact is exactly one line: values, subjects, attributes and source names pass through
+``one_line`` (a line break in a value is shown as ``\\n``), so a value can never add a line of its
+own -- a forged ``- delivery window: evening (current)`` fact, say.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from helpers.facts.store import StoredFact
+from helpers.memory.summary_format import one_line
 
 
 def _label(fact: StoredFact) -> str:
     who = "" if fact.subject == "user" else f"{fact.subject} "
-    return f"{who}{fact.attribute.replace('_', ' ')}"
+    return one_line(f"{who}{fact.attribute.replace('_', ' ')}")
+
+
+def _sources(fact: StoredFact) -> str:
+    return one_line(", ".join(sorted(fact.supporters)))
 
 
 def format_facts(facts: Sequence[StoredFact], title: str = "Known facts about the user") -> str:
@@ -23,8 +32,8 @@ def format_facts(facts: Sequence[StoredFact], title: str = "Known facts about th
         return f"{title}: none recorded."
     lines = [f"{title}:"]
     for fact in facts:
-        sources = ", ".join(sorted(fact.supporters)) or "no eligible source"
-        lines.append(f"- {_label(fact)}: {fact.value} (source: {sources})")
+        sources = _sources(fact) or "no eligible source"
+        lines.append(f"- {_label(fact)}: {one_line(fact.value)} (source: {sources})")
     return "\n".join(lines)
 
 
@@ -33,9 +42,9 @@ def facts_message(memory: Any, user_id: str, title: str = "Known facts about the
     current = memory.active_facts(user_id)
     by_id = {fact.id: fact for fact in current}
     lines = [f"{title} (use the values marked current):"]
-    lines += [f"- {_label(f)}: {f.value} (current); source: {', '.join(sorted(f.supporters))}"
-              for f in current]
-    lines += [f'- {_label(f)}: {f.value} (superseded); replaced by "{by_id[f.superseded_by].value}"'
+    lines += [f"- {_label(f)}: {one_line(f.value)} (current); source: {_sources(f)}" for f in current]
+    lines += [f'- {_label(f)}: {one_line(f.value)} (superseded); '
+              f'replaced by "{one_line(by_id[f.superseded_by].value)}"'
               for f in memory.history(user_id) if f.superseded_by in by_id]
     disputed = sorted({_label(f) for f in memory.conflicts(user_id)})
     lines += [f"- {label}: not settled, sources disagree; ask the user" for label in disputed]

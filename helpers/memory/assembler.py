@@ -40,6 +40,11 @@ store, which knows every correction; ``mark_superseded`` adds to each quoted ``[
 fact names the value it superseded. Profile lines that share a word with the question come
 first, then the rest by similarity of meaning to the question (the recall index's embeddings),
 so the fact asked about is the last one a tight budget leaves out.
+
+No block can be given a line by what a user (or a tool, or a model) wrote: ``MemoryAssembler.build``
+passes every profile line through ``one_line``, the summary and every recalled turn through
+``safe_lines`` (only ``\\n`` ends a line; every other line break or control character is
+escaped), and gives ``mark_superseded`` facts whose labels and values are one line each.
 """
 from __future__ import annotations
 
@@ -49,14 +54,14 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from helpers import tokens
-from helpers.history import HistoryError
+from helpers.history import HistoryError, keep_newest
 from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Count, Part, Shares, fact_text,
                                    fit_profile, fit_recall, fit_summary, fixed_parts, relevant_first)
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import Recalled, turn_parts
 from helpers.memory.recall_index import RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
-from helpers.memory.summary_format import format_turn_ids
+from helpers.memory.summary_format import format_turn_ids, one_line, safe_lines
 from helpers.validity import find_problems
 
 DEFAULT_WINDOW_TURNS = 6
@@ -64,17 +69,17 @@ DEFAULT_WINDOW_TURNS = 6
 
 def fit_window(window: Sequence[tuple[int, Sequence[dict]]], left: int | None,
                count: Count) -> tuple[list[dict], Part]:
-    """The newest whole turns that fit ``left``, stopping at the first that does not (no gaps)."""
-    part, kept = Part("window", 0, left), []
-    for turn_id, turn in reversed(list(window)):
-        cost = sum(count(m) for m in turn)
-        if part.dropped or (left is not None and part.tokens + cost > left):
-            part.dropped.insert(0, turn_id)
-            continue
-        kept[:0] = list(turn)
-        part.tokens += cost
-        part.included.insert(0, turn_id)
-    return kept, part
+    """The newest whole turns that fit ``left``, stopping at the first that does not (no gaps).
+
+    ``keep_newest`` (notebook 07) decides; none may be kept, since the question is sent apart.
+    """
+    turns = list(window)
+    kept, tokens = keep_newest(reversed(turns), lambda turn: sum(map(count, turn[1])), room=left,
+                               keep_one=False)
+    kept.reverse()  # oldest first, as they are sent
+    older = turns[:len(turns) - len(kept)]
+    part = Part("window", tokens, left, [turn_id for turn_id, _ in kept], [turn_id for turn_id, _ in older])
+    return [message for _, turn in kept for message in turn], part
 
 
 def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequence[dict]]],
@@ -135,12 +140,19 @@ def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
     return "\n".join(out)
 
 
+def _one_line_fact(fact: Any) -> Any:
+    """A profile fact whose key, topic and value are each one line (``one_line``), for a superseded note."""
+    return replace(fact, key=one_line(fact.key), topic=one_line(fact.topic), value=one_line(fact.value))
+
+
 class MemoryAssembler:
     """A rolling summary, recall of older turns and a profile, assembled under one budget per request.
 
     Pass ``summariser=False`` / ``recall=False`` / ``profile=False`` to switch a strategy off
     (all off: the plain window). ``keep`` lists facts every summary must preserve.
     ``window_turns`` is the sliding window a session uses when it has no ``max_turns``.
+    It has every member of ``helpers.session.Memory``, the protocol ``ChatSession(memory=...)`` is written
+    against (``tests/test_incremental_saves.py`` checks both).
     """
 
     def __init__(self, *, summariser: Summariser | bool = True, recall: RecallIndex | bool = True,
@@ -206,6 +218,8 @@ class MemoryAssembler:
             user, answer, _ = turn_parts(messages)
             update = self.profile.update(turn_id, user, answer)
             events += [f"profile {f.key}/{f.topic} = {f.value!r} (turn {turn_id})" for f in update.added]
+            events += [f"profile {s['key']}/{s['topic']} = {s['value']!r} (turn {turn_id}; written once the "
+                       "turn is saved)" for s in getattr(update, "deferred", ())]
             events += [f"profile rejected: {r}" for r in update.rejected]
         return events
 
@@ -222,12 +236,13 @@ class MemoryAssembler:
             for warning in seen:  # pass them on (one line each), and keep them in the report
                 warnings.warn(str(warning.message), warning.category, stacklevel=2)
         fixed = tokens.REPLY_PRIMING + tokens.count_tools(tools) + self.reserve
-        pairs = self.profile.superseded() if self.profile is not None else []
-        recalled = [replace(r, text=mark_superseded(r.text, pairs)) for r in recalled]
+        pairs = [tuple(_one_line_fact(f) for f in pair)  # every block line stays one line (see the module)
+                 for pair in (self.profile.superseded() if self.profile is not None else [])]
+        recalled = [replace(r, text=mark_superseded(safe_lines(r.text), pairs)) for r in recalled]
         summary = None
         if self.summariser is not None:
-            summary = replace(self.summary, text=mark_superseded(self.summary.text, pairs))
-        profile_lines = self.profile.lines() if self.profile is not None else []
+            summary = replace(self.summary, text=mark_superseded(self.summary.lines_text(), pairs))
+        profile_lines = [one_line(line) for line in self.profile.lines()] if self.profile is not None else []
         if profile_lines and isinstance(question, str):
             similar = self.recall.similarity(question, [fact_text(x) for x in profile_lines]) \
                 if self.recall is not None else None
@@ -244,6 +259,23 @@ class MemoryAssembler:
             assembly.report.warnings.append(f"{waiting} not summarised yet")
         self.last_assembly = assembly
         return assembly
+
+    # -- a saved session's facts: written once its save has committed (PersistentSession)
+    def defer_writes(self) -> None:
+        """Hold each turn's profile facts until ``write_deferred`` (``ProfileMemory.defer_writes``)."""
+        if self.profile is not None and hasattr(self.profile, "defer_writes"):
+            self.profile.defer_writes()
+
+    def write_deferred(self) -> list:
+        """Write the held facts in one fact-store transaction; returns the store's decisions."""
+        write = getattr(self.profile, "write_deferred", None)
+        return write() if write is not None else []
+
+    def drop_deferred(self) -> None:
+        """Forget the held facts unwritten (their turn was not saved)."""
+        drop = getattr(self.profile, "drop_deferred", None)
+        if drop is not None:
+            drop()
 
     # -- undo, reset, snapshots
     def discard(self, turn_id: int) -> None:

@@ -4,8 +4,9 @@ Two extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...
 ``helpers.memory.profile`` writes to the fact store:
 
 - ``extract_with_rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
-  in any of the user's sentences that is not a question, plus the stand-in's documented rules
-  for names, diets, schedules, preferences and goals (``extract_profile_facts``);
+  plus the stand-in's documented rules for names, diets, schedules, preferences and goals
+  (``extract_profile_facts``), both applied only to ``stated_parts``: a question is never a
+  statement of fact, so "Can you call me Cal?" names nobody;
 - ``extract_with_model``: sends ``extraction_request`` with ``response_format={"type": "json_object"}``;
   ``parse_profile_reply`` rejects, whole, a reply that is not exactly
   ``{"facts": [{"key", "topic", "value"}]}`` (``ProfileFormatError``).
@@ -18,7 +19,7 @@ from typing import Any
 
 from helpers.client import chat, get_settings
 from helpers.errors import WorkshopError
-from helpers.memory.recall import is_question
+from helpers.memory.recall import is_question, is_substantive
 from helpers.standin.tasks import extract_profile_facts
 
 EXTRACTOR_PROMPT = (
@@ -31,6 +32,7 @@ EXTRACTOR_PROMPT = (
     "(an empty list when there are none)."
 )
 MAX_VALUE_CHARS = 200
+EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
 MAX_LABEL_CHARS = 60
 # "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
 _MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
@@ -39,6 +41,8 @@ _MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?
 _NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
 _DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_LINE_BREAK = re.compile(r"\s*[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]\s*")  # what str.splitlines splits at
 _TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
 _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
                          re.I)
@@ -48,14 +52,46 @@ class ProfileFormatError(WorkshopError, ValueError):
     """An extraction reply was not the strict JSON shape; it is rejected and nothing is merged."""
 
 
+def _stated_runs(user_text: str) -> list[str]:
+    """``stated_parts`` with each abbreviation's full stop still standing in as ``_DOT``."""
+    kept = _ABBREVIATION.sub(lambda m: m.group(1) + _DOT, str(user_text or ""))  # "Dr. Varga" goes on
+    runs: list[str] = []
+    for line in _LINE_BREAK.split(kept):
+        run: list[str] = []
+        for sentence in _SENTENCE_END.split(line.strip()):
+            if sentence and is_substantive(sentence) and not is_question(sentence):
+                run.append(sentence)
+                continue
+            if run:  # a question or small talk ends a run
+                runs.append(" ".join(run))
+            run = []
+        if run:
+            runs.append(" ".join(run))
+    return runs
+
+
+def stated_parts(user_text: str) -> list[str]:
+    """What of a user's message states something: runs of its sentences that are neither questions nor small talk.
+
+    Sentences end at ".", "!" or "?" (not after "Dr.", "St.", ...) and at a line break; a
+    question or an acknowledgement between two statements separates them, so a value can never be
+    pieced together across a question. A message that is a question has no stated parts.
+    """
+    return [run.replace(_DOT, ".") for run in _stated_runs(user_text)]
+
+
 def extract_with_rules(user_text: str) -> list[dict]:
-    """Profile items from the user's words by rule: the stand-in's rules plus "my <attribute> is <value>"."""
-    items = [item for item in extract_profile_facts(f"USER SAID:\n{user_text}")["facts"]]
+    """Profile items from the user's statements by rule: the stand-in's rules plus "my <attribute> is <value>".
+
+    Questions and small talk are left out first (``stated_parts``): a question is never a statement of fact.
+    """
+    runs = _stated_runs(user_text)
+    if not runs:
+        return []
+    said = "\n".join(run.replace(_DOT, ".") for run in runs)  # one line per run: no rule reads across two
+    items = [item for item in extract_profile_facts(f"USER SAID:\n{said}")["facts"]]
     seen = {(item["key"], item["topic"]) for item in items}
-    kept = _ABBREVIATION.sub(lambda m: m.group(1) + _DOT, user_text)  # "Dr. Varga" is not a sentence end
-    for sentence in re.split(r"(?<=[.!?])\s+", kept):
-        if is_question(sentence):
-            continue
+    for sentence in (piece for run in runs for piece in _SENTENCE_END.split(run)):
         for match in _MY_ATTRIBUTE.finditer(sentence):
             attribute = " ".join(match.group(1).lower().split())
             value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"")
@@ -104,5 +140,6 @@ def extract_with_model(turn_id: int, user_text: str, assistant_text: str = "", *
     """Profile items from one turn, asked of the model as strict JSON (else ``ProfileFormatError``)."""
     model = model or (settings or get_settings()).chat_model
     response = chat(extraction_request(turn_id, user_text, assistant_text, max_reply_chars), client=client,
-                    settings=settings, model=model, response_format={"type": "json_object"})
+                    settings=settings, model=model, response_format={"type": "json_object"},
+                    max_tokens=EXTRACTION_MAX_TOKENS)
     return parse_profile_reply(response.choices[0].message.content or "")

@@ -2,9 +2,9 @@
 
 Every finished turn is offered to ``RecallIndex.add``, which keeps only evidence
 (``helpers.memory.recall``: the user's statements, and the final answer of a turn that used a
-tool). It is embedded with the same path as retrieval in notebook 02 --
-``helpers.embeddings.embed_texts`` through the client (NVIDIA NIM online; the offline
-stand-in's ``/v1/embeddings``, which runs the local MiniLM model) -- lazily, in one batch, the
+tool). It is embedded where the ``embeddings`` setting says (``helpers.embedding_backend``: MiniLM
+on this machine, hosted NIM, or the chat server's ``/v1/embeddings``; the offline stand-in runs the
+local MiniLM model there) -- lazily, in one batch, the
 first time a search needs it. Each of the user's sentences is embedded on its own (and the final
 answer as one more piece); a turn scores as its best piece, so one fact in a long message is
 still found.
@@ -29,7 +29,8 @@ import numpy as np
 
 from helpers import embeddings  # the module: embeddings.embed_texts is looked up at each call
 from helpers.client import get_client, get_settings
-from helpers.errors import WorkshopWarning
+from helpers.embedding_backend import embedding_client
+from helpers.errors import ConfigError, WorkshopWarning
 from helpers.memory.recall import (Recalled, clip, is_substantive, merge_repeats, quote_turn, rank,
                                    statements, turn_parts)
 
@@ -51,7 +52,7 @@ class RecallIndex:
     def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
                  k: int = DEFAULT_K, min_score: float = DEFAULT_MIN_SCORE, max_chars: int = 400):
         if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive whole number (got {k!r})")
+            raise ConfigError(f"k must be a positive whole number (got {k!r})")
         self.client, self.settings, self.model = client, settings, model
         self.k, self.min_score, self.max_chars = k, min_score, max_chars
         self.quotes: dict[int, str] = {}  # turn id -> quoted text (what a search returns)
@@ -134,9 +135,12 @@ class RecallIndex:
         return len(taken)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
-        client = self.client if self.client is not None else get_client(quiet=True)
+        settings = self.settings or get_settings()
         model = self.embedding_model()
         self.embed_requests += 1
+        if getattr(settings, "embeddings", "server") == "local":  # WORKSHOP_EMBEDDINGS: MiniLM on this machine
+            return embeddings.local_embed(texts)
+        client = embedding_client(settings, self.client if self.client is not None else get_client(quiet=True))
         return embeddings.embed_texts(client, texts, model=model, input_type=input_type, progress=False)
 
     def _add_rows(self, turn_ids: list[int], vectors: np.ndarray) -> None:

@@ -15,20 +15,20 @@ missing, the fact is appended verbatim on a ``Pinned:`` line and a ``SummaryWarn
 says so.
 
 The summariser's model is separate from the agent's: ``model=`` wins, then the
-environment variable ``WORKSHOP_SUMMARY_MODEL``, then the settings' chat model. Any
+settings' ``summary_model`` (``WORKSHOP_SUMMARY_MODEL``), then the settings' chat model. Any
 failure raises ``SummaryError``; ``helpers.memory.assembler`` turns that into a one-line
 warning and keeps the raw turns for the next attempt.
 """
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from helpers.client import chat, get_settings
-from helpers.errors import WorkshopError, WorkshopWarning
-from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids
+from helpers.errors import ConfigError, WorkshopError, WorkshopWarning
+from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids, one_line, safe_lines
+from helpers.text import shorten
 from helpers.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
@@ -74,8 +74,8 @@ class SummaryWarning(WorkshopWarning):
 
 
 def summary_model(settings: Any) -> str:
-    """The summariser's model: WORKSHOP_SUMMARY_MODEL if set, else the settings' chat model."""
-    chosen = os.environ.get(SUMMARY_MODEL_ENV, "").strip()
+    """The summariser's model: the settings' ``summary_model`` (WORKSHOP_SUMMARY_MODEL), else their chat model."""
+    chosen = str(getattr(settings, "summary_model", "") or "").strip()
     if not chosen:
         return settings.chat_model
     if getattr(settings, "backend", None) == "offline" and not chosen.startswith("offline"):
@@ -84,8 +84,7 @@ def summary_model(settings: Any) -> str:
 
 
 def _flat(text: Any, limit: int) -> str:
-    flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(shorten(text or "", limit))
 
 
 def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) -> list[str]:
@@ -128,11 +127,15 @@ class RollingSummary:
         """``Summary of earlier turns (turns 0-5):``."""
         return f"{SUMMARY_HEADER} ({format_turn_ids(self.turn_ids)}):"
 
+    def lines_text(self) -> str:
+        """The summary's text as it is shown: only ``\\n`` ends a line, any other line break is escaped."""
+        return safe_lines(self.text)
+
     def block(self) -> dict | None:
         """The system message that carries the summary (None while there is nothing to summarise)."""
         if not self.text:
             return None
-        return {"role": "system", "content": self.header() + "\n" + self.text}
+        return {"role": "system", "content": self.header() + "\n" + self.lines_text()}
 
     def to_dict(self) -> dict:
         """JSON-ready state."""
@@ -160,7 +163,7 @@ class Summariser:
     def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
                  max_words: int = DEFAULT_MAX_WORDS, max_turn_chars: int = 600):
         if not isinstance(max_words, int) or max_words < 10:
-            raise ValueError(f"max_words must be a whole number >= 10 (got {max_words!r})")
+            raise ConfigError(f"max_words must be a whole number >= 10 (got {max_words!r})")
         self.client, self.settings, self.model = client, settings, model
         self.max_words, self.max_turn_chars = max_words, max_turn_chars
         self.requests = 0
@@ -169,6 +172,10 @@ class Summariser:
         """Use this client/settings unless others were given explicitly."""
         self.client = self.client if self.client is not None else client
         self.settings = self.settings if self.settings is not None else settings
+
+    def max_reply_tokens(self) -> int:
+        """The bound on one summariser reply: the word limit (about 1.5 tokens a word), pinned facts, a margin."""
+        return 3 * self.max_words + 100
 
     def model_name(self) -> str:
         """The model the summariser asks."""
@@ -184,7 +191,8 @@ class Summariser:
     def _ask(self, messages: list[dict]) -> str:
         self.requests += 1
         try:
-            response = chat(messages, client=self.client, settings=self.settings, model=self.model_name())
+            response = chat(messages, client=self.client, settings=self.settings, model=self.model_name(),
+                            max_tokens=self.max_reply_tokens())
             text = (response.choices[0].message.content or "").strip()
         except Exception as exc:  # any API, network or parsing failure: the caller falls back to the window
             raise SummaryError(f"the summariser request failed ({type(exc).__name__}: {_flat(exc, 200)}); "
@@ -210,22 +218,23 @@ class Summariser:
             attempts = 2
             appended = missing_facts(text, keep)
             if appended:
+                pinned = _pinned_items(text)
                 text = _strip_pinned_line(text) + f"\n{PINNED_PREFIX}: " + "; ".join(
-                    _pinned_items(text) + [f for f in appended if f not in _pinned_items(text)])
+                    pinned + [one_line(f) for f in appended if one_line(f) not in pinned])  # one line, always
                 warnings.warn(f"the summariser left out pinned facts twice, so they were appended verbatim: "
                               f"{'; '.join(appended)}", SummaryWarning, stacklevel=2)
         return SummaryUpdate(RollingSummary(text, ids), attempts, appended)
 
 
 def _pinned_items(text: str) -> list[str]:
-    for line in text.splitlines():
+    for line in safe_lines(text).split("\n"):
         if line.startswith(PINNED_PREFIX):
             return [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
     return []
 
 
-def _strip_pinned_line(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith(PINNED_PREFIX)).strip()
+def _strip_pinned_line(text: str) -> str:  # only "\n" ends a line (safe_lines): no separator becomes one
+    return "\n".join(line for line in safe_lines(text).split("\n") if not line.startswith(PINNED_PREFIX)).strip()
 
 
 def trim_summary_lines(text: str, fits) -> tuple[str, int]:
