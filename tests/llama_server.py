@@ -98,7 +98,7 @@ class LlamaServer:
     """One ``python -m llama_cpp.server`` process on loopback; use as a context manager."""
 
     def __init__(self, model_path: Path | None = None, *, port: int | None = None,
-                 api_key: str | None = API_KEY, n_threads: int | None = None):
+                 api_key: str | None = API_KEY, n_threads: int | None = None, n_ctx: int = N_CTX):
         gguf = model_path or find_gguf()
         if gguf is None:
             raise ServerError("no GGUF model found; " + "; ".join(missing_pieces()))
@@ -108,6 +108,7 @@ class LlamaServer:
         # One thread: with two or more, llama.cpp's worker threads spin-wait, and on a 2-core machine
         # that is also running other work that made generation 5-10x slower than a single thread.
         self.n_threads = n_threads or 1
+        self.n_ctx = n_ctx
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self.startup_seconds: float | None = None
@@ -122,7 +123,7 @@ class LlamaServer:
         cmd = [sys.executable, "-m", "llama_cpp.server",
                "--model", str(self.model_path), "--model_alias", MODEL_ALIAS,
                "--host", HOST, "--port", str(self.port),
-               "--chat_format", "chatml-function-calling", "--n_ctx", str(N_CTX),
+               "--chat_format", "chatml-function-calling", "--n_ctx", str(self.n_ctx),
                "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
                "--verbose", "False", "--cache", "True", "--cache_size", str(256 * 1024 * 1024)]
         if self.api_key:
