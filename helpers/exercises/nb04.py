@@ -1,5 +1,6 @@
 """Exercises of notebook 04 (portability). Nothing here contacts a server except the offline stand-in,
-and no check depends on the day."""
+and no check depends on the day or on the backend the notebook is configured for: the settings check lets
+``load_settings`` see only the environment it sets (no ``.env`` file, Colab secret or typed key)."""
 from __future__ import annotations
 
 import os
@@ -19,6 +20,27 @@ _SERVERS = (("http://localhost:8001/v1", "meta-llama/Llama-3.1-8B-Instruct"),
 
 
 @contextmanager
+def _only_the_environment():
+    """While the block runs, load_settings reads os.environ alone: no .env file, Colab secret or typed key.
+
+    Otherwise a learner's .env (WORKSHOP_BACKEND=openai-compatible, written for a local server) would make a
+    settings function that leaves the backend to the automatic choice look right.
+    """
+    import helpers.config as config
+
+    def key_from_the_environment(prompt: bool = False):
+        key = os.environ.get(KEY_NAME)
+        return (key, "environment") if key else (None, "none")
+
+    saved = config.read_dotenv, config.find_api_key
+    config.read_dotenv, config.find_api_key = (lambda path=None: {}), key_from_the_environment
+    try:
+        yield
+    finally:
+        config.read_dotenv, config.find_api_key = saved
+
+
+@contextmanager
 def _environment(**values: str | None):
     """Set (or, with None, remove) environment variables for the duration of the block."""
     saved = {name: os.environ.get(name) for name in values}
@@ -31,20 +53,39 @@ def _environment(**values: str | None):
             os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
 
 
+def _restore(saved: dict[str, str], names: list[str]) -> None:
+    """Put these environment variables back as they were in ``saved``."""
+    for name in names:
+        os.environ.pop(name, None) if name not in saved else os.environ.__setitem__(name, saved[name])
+
+
 def _check_settings(vllm_settings) -> str:
     if not callable(vllm_settings):
         raise Hint("vllm_settings must be a function: def vllm_settings(base_url, model): ...")
     for with_key in (False, True):
         key = _EXAMPLE_KEY if with_key else None
-        with _environment(**{KEY_NAME: key, "WORKSHOP_BACKEND": None, "WORKSHOP_BASE_URL": None,
-                             "WORKSHOP_CHAT_MODEL": None}):
+        with _only_the_environment(), _environment(**{
+                KEY_NAME: key, "WORKSHOP_BACKEND": None, "WORKSHOP_BASE_URL": None, "WORKSHOP_CHAT_MODEL": None,
+                "WORKSHOP_SERVER_PROFILE": None, "WORKSHOP_EMBEDDINGS": None, "WORKSHOP_EMBEDDING_MODEL": None}):
             for base_url, model in _SERVERS:
                 situation = ("when NVIDIA_API_KEY is set" if with_key
                              else "with no NVIDIA_API_KEY in the environment")
+                before = dict(os.environ)
                 try:
                     settings = vllm_settings(base_url, model)
                 except ConfigError as error:
                     raise Hint(f"{situation}, load_settings refused: {error}") from None
+                finally:
+                    changed = sorted(name for name in set(before) | set(os.environ)
+                                     if before.get(name) != os.environ.get(name))
+                    _restore(before, changed)
+                if changed:
+                    raise Hint(f"vllm_settings changed {', '.join(changed)} in os.environ, which changes what "
+                               "every later cell talks to; give load_settings the backend, base_url and "
+                               "chat_model as arguments instead")
+                if not hasattr(settings, "backend"):
+                    raise Hint(f"vllm_settings returned {type(settings).__name__}; return the Settings "
+                               "that load_settings gives you")
                 if settings.backend != "openai-compatible":
                     raise Hint(f"{situation} the backend is {settings.backend!r}: the automatic choice "
                                "follows the key, so name the backend 'openai-compatible' yourself")

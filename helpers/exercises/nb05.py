@@ -1,5 +1,6 @@
 """Exercises of notebook 05 (one tool). The checks talk to the offline stand-in whatever backend is
-configured, and compare day counts with the tool's own result, so they pass on any day."""
+configured (a small local model may answer without calling the tool, so a server could not decide them),
+and compare day counts with the tool's own result, so they pass on any day."""
 from __future__ import annotations
 
 import json

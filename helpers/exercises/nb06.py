@@ -1,7 +1,9 @@
 """Exercises of notebook 06 (the agent loop). Every check runs on the offline stand-in and reads the day
-counts from the tools' own results, so it passes on any day of the week and with any backend configured."""
+counts from the tools' own results, so it passes on any day of the week and with any backend configured: a
+small local model may not call the tools at all, so a server could not decide these checks."""
 from __future__ import annotations
 
+import functools
 import json
 from itertools import combinations
 
@@ -9,7 +11,7 @@ from helpers.agent import MAX_STEPS
 from helpers.agent_turn import run_agent
 from helpers.config import load_settings
 from helpers.exercises import Exercise, Hint
-from helpers.tools import REGISTRY
+from helpers.tools import REGISTRY, Tool
 
 TWO_TOOL_QUESTION = "When does the AI club meet, and how many days is that from now?"
 
@@ -28,10 +30,25 @@ def _counted_date(result) -> str | None:
     return None
 
 
-def _answers(tools: list[str]) -> bool:
+def _found_the_club(result) -> bool:
+    """Whether a tool result of the turn holds the AI Club's passage (its meeting day)."""
+    for message in result.added:
+        if message["role"] == "tool":
+            found = json.loads(message["content"])
+            if any(row.get("id") == "club-ai" for row in found.get("results") or ()):
+                return True
+    return False
+
+
+def _outcome(tools) -> tuple[bool, bool]:
+    """(answered with the date a tool counted, found when the club meets) with these tools."""
     result = run_agent(TWO_TOOL_QUESTION, tools=list(tools), settings=_offline())
     date = _counted_date(result)
-    return result.stopped == "answer" and date is not None and date in result.answer
+    return result.stopped == "answer" and date is not None and date in result.answer, _found_the_club(result)
+
+
+def _answers(tools) -> bool:
+    return _outcome(tools)[0]
 
 
 def _check_tools(my_tools) -> str:
@@ -43,7 +60,11 @@ def _check_tools(my_tools) -> str:
         raise Hint(f"{', '.join(unknown)} {verb}; choose from {sorted(REGISTRY)}")
     if len(set(my_tools)) != len(my_tools):
         raise Hint("a tool name appears twice in my_tools; each tool needs to be offered only once")
-    if not _answers(my_tools):
+    answered, found = _outcome(my_tools)
+    if not answered:
+        if found:
+            raise Hint("with these tools the agent finds when the club meets, but nothing counts the days "
+                       "to it; which tool counts days?")
         raise Hint("with these tools the agent cannot both find when the club meets and count the days "
                    "to it; which tool looks things up, and which one counts days?")
     for size in range(1, len(my_tools)):
@@ -71,13 +92,29 @@ STEP_QUESTIONS = (
 )
 
 
+def _noting_registry(ran: list[str]) -> dict[str, Tool]:
+    """The tools of REGISTRY, each noting its name in ``ran`` when it runs (same results)."""
+    def noting(tool: Tool) -> Tool:
+        @functools.wraps(tool.function)  # run_tool reads the signature through the wrapper
+        def run(*args, **kwargs):
+            ran.append(tool.name)
+            return tool.function(*args, **kwargs)
+        return Tool(tool.name, run, tool.schema)
+    return {name: noting(tool) for name, tool in REGISTRY.items()}
+
+
 def _check_steps(smallest_max_steps) -> str:
     if not callable(smallest_max_steps):
         raise Hint("smallest_max_steps must be a function: def smallest_max_steps(question, **options): ...")
     found = []
     for question in STEP_QUESTIONS:
         needed = run_agent(question, settings=_offline()).steps
-        given = smallest_max_steps(question, settings=_offline())
+        ran: list[str] = []  # the options carry tools that note when they run: were they passed on?
+        given = smallest_max_steps(question, settings=_offline(), registry=_noting_registry(ran))
+        if not ran:
+            raise Hint(f"for {question!r} your function never ran the agent with the options it was given: "
+                       "call run_agent(question, max_steps=n, **options). The options carry the settings the "
+                       "check counted with (the offline stand-in), whatever backend this notebook uses")
         if isinstance(given, bool) or not isinstance(given, int):
             raise Hint(f"smallest_max_steps returned {given!r}; return a whole number of steps")
         if given != needed:
