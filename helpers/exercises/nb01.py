@@ -1,29 +1,85 @@
 """Exercises of notebook 01 (the first call): a system prompt that holds, and joining a streamed reply."""
 from __future__ import annotations
 
+import random
+import re
+import zlib
+
 from openai.types.chat import ChatCompletionChunk
 
-from helpers.client import chat, get_client
+from helpers.client import chat, get_client, get_settings
 from helpers.exercises import Exercise, Hint
-from helpers.standin.meaning import sentences  # counted as the stand-in counts: "Dr." ends no sentence
+from helpers.standin.meaning import length_limit, sentences  # the stand-in's reading: "Dr." ends no sentence
 
 QUESTIONS = ("Hello! What can you help me with?", "Hi there, who are you?", "When does the AI club meet?")
+_GREETINGS = ("Hello", "Hi", "Hey", "Good morning", "Good evening")
+_ASKS = ("What can you do?", "Who are you?", "How can you help me?", "What do you know about?")
+# a clause that says "not": stripped to see what the clause would ask without it
+_NEGATING = re.compile(r"\b(?:never|not|no|avoid|without|rather than|instead of|nor|neither|stop)\b|\b\w+n't\b",
+                       re.I)
+_CLAUSES = re.compile(r"[.;!?:\n]+|,?\s+(?:but|and|however|though|actually)\s+|,\s+", re.I)
 
 
 def _sentences(text: str) -> list[str]:
     return sentences(text.strip())
 
 
+def _questions(prompt: str) -> tuple[str, ...]:
+    """The fixed questions plus one greeting generated from the prompt (the same prompt, the same greeting)."""
+    rng = random.Random(zlib.crc32(prompt.encode()))
+    return QUESTIONS + (f"{rng.choice(_GREETINGS)}! {rng.choice(_ASKS)}",)
+
+
+def _what_it_asks(prompt: str) -> str | None:
+    """None when the prompt asks for one-sentence answers (read as the stand-in reads it, negations included),
+    else the reason it does not."""
+    limit = length_limit(prompt)
+    if limit == 1:
+        return None
+    if limit is not None:
+        return (f"your prompt allows up to {limit} sentences per answer; the exercise asks for exactly one "
+                "sentence")
+    clauses = [c.strip() for c in _CLAUSES.split(prompt) if c and c.strip()]
+    for clause in clauses:
+        if length_limit(clause) != 1 and length_limit(_NEGATING.sub(" ", clause)) == 1:
+            return (f"your prompt asks for the opposite: {clause!r} says NOT to keep answers short, which asks "
+                    "for longer ones. Say plainly that every answer is one sentence")
+    for clause in clauses:
+        if length_limit(clause) == 1:
+            return (f"{clause!r} asks for one sentence, but another part of your prompt asks for longer answers, "
+                    "and the longer request wins. Keep only the one-sentence rule")
+    for clause in clauses:
+        if length_limit(f"{clause}. Answer in one sentence.") != 1:
+            return (f"your prompt asks for long answers ({clause!r}); the exercise asks for one sentence. "
+                    "Say that instead")
+    return "your prompt says nothing about how long an answer may be. Say how long every answer may be"
+
+
 def _check_system_prompt(my_system_prompt) -> str:
     if not isinstance(my_system_prompt, str) or not my_system_prompt.strip():
         raise Hint("my_system_prompt must be a non-empty string: the text of the system message.")
-    for question in QUESTIONS:
+    client, settings = get_client(quiet=True), get_settings()
+    wrong = _what_it_asks(my_system_prompt)
+    questions = _questions(my_system_prompt)
+    for question in questions:
         messages = [{"role": "system", "content": my_system_prompt}, {"role": "user", "content": question}]
-        reply = chat(messages, client=get_client(quiet=True)).choices[0].message.content or ""
-        if len(_sentences(reply)) != 1:
-            raise Hint(f"asked {question!r}, the assistant answered in {len(_sentences(reply))} sentences: "
-                       f"{reply[:120]!r}. Say in the prompt how long every answer may be.")
-    return f"one sentence for each of {len(QUESTIONS)} questions, greetings included."
+        reply = chat(messages, client=client).choices[0].message.content or ""
+        count = len(_sentences(reply))
+        if count == 1:
+            continue
+        said = f"asked {question!r}, the assistant answered in {count} sentences: {reply[:100]!r}"
+        if wrong:
+            raise Hint(f"{wrong} ({said}).")
+        if settings.backend == "offline":
+            raise Hint(f"{said}. Say in the prompt how long every answer may be.")
+        raise Hint(f"this server cannot decide this exercise: your prompt does ask for one sentence, but "
+                   f"{settings.chat_model} did not keep to it ({said}). A small model often ignores its system "
+                   "prompt; check again offline (WORKSHOP_BACKEND=offline) or with a stronger model.")
+    if wrong:
+        raise Hint(f"{wrong} (this time every reply was one sentence anyway, but nothing in your prompt "
+                   "asks for that).")
+    return (f"your prompt asks for one sentence, and the assistant kept to it for all {len(questions)} "
+            "questions, greetings included.")
 
 
 def _chunk(choices: list, usage: dict | None = None) -> ChatCompletionChunk:
@@ -38,12 +94,26 @@ def _text(content: str | None, finish: str | None = None) -> dict:
     return {"index": 0, "delta": delta, "finish_reason": finish}
 
 
-def _made_by_hand() -> list[ChatCompletionChunk]:
-    """A role-only first chunk, three pieces, a finish chunk without text, a usage chunk without choices."""
-    return [_chunk([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]),
-            _chunk([_text("The AI Club ")]), _chunk([_text("meets on ")]), _chunk([_text("Thursdays.")]),
-            _chunk([_text(None, "stop")]),
-            _chunk([], {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16})]
+HAND_MADE = ("The AI Club ", "meets on ", "Thursdays.")
+
+
+def _stream_of(pieces: tuple[str, ...] | list[str]) -> list[ChatCompletionChunk]:
+    """A role-only first chunk, the pieces, a finish chunk without text, a usage chunk without choices."""
+    return ([_chunk([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}])]
+            + [_chunk([_text(piece)]) for piece in pieces]
+            + [_chunk([_text(None, "stop")]),
+               _chunk([], {"prompt_tokens": 9, "completion_tokens": len(pieces), "total_tokens": 9 + len(pieces)})])
+
+
+def _generated(seed: int) -> list[str]:
+    """A campus sentence cut at random places into pieces (some empty, as servers send them)."""
+    from helpers.knowledge_files import load_knowledge_base  # only when a check runs
+    rng = random.Random(seed)
+    text = sentences(rng.choice(load_knowledge_base()).text)[0]
+    cuts = sorted(rng.sample(range(1, len(text)), min(6, len(text) - 1)))
+    pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    pieces.insert(rng.randrange(len(pieces)), "")
+    return pieces
 
 
 def _joined(join_stream, chunks: list) -> str:
@@ -55,17 +125,45 @@ def _joined(join_stream, chunks: list) -> str:
     except TypeError:
         raise Hint("some chunks carry no text (delta.content is None, e.g. the first and the finishing "
                    "chunk): add only the pieces that are text.") from None
+    except AttributeError as error:
+        raise Hint(f"{error}: a streamed chunk carries its text in chunk.choices[0].delta.content (a delta "
+                   "with the next piece), not in .message as a whole reply does.") from None
+
+
+def _wrong_join(got, pieces: list[str] | tuple[str, ...]) -> str | None:
+    """The hint for what join_stream returned from these pieces, or None when it is the whole text."""
+    expected = "".join(pieces)
+    if not isinstance(got, str):
+        return f"join_stream returned a {type(got).__name__}; return one string (''.join(pieces))."
+    if got == expected:
+        return None
+    shown = [piece for piece in pieces if piece]
+    if got == "":
+        return ("join_stream returned '': loop over the chunks and add the text each one carries, "
+                "chunk.choices[0].delta.content.")
+    if got == shown[-1]:
+        return (f"join_stream returned only the last piece, {got!r}: add each piece to the text "
+                "(text += piece) instead of replacing it.")
+    if got == shown[0]:
+        return (f"join_stream returned only the first piece, {got!r}: go on to the end of the stream "
+                "(no return or break inside the loop).")
+    for separator in (" ", "\n", ", ", "|"):
+        if got == separator.join(shown) or got == separator.join(pieces):
+            return (f"join_stream put {separator!r} between the pieces: they carry their own spaces, so join "
+                    "them with nothing between ('').")
+    if got == "".join(reversed(pieces)):
+        return "join_stream joined the pieces in reverse order: keep the order they arrive in."
+    return (f"for the pieces {list(pieces)!r} join_stream returned {got!r}: add "
+            "chunk.choices[0].delta.content of every chunk, in order, without separators.")
 
 
 def _check_join_stream(join_stream) -> str:
     if not callable(join_stream):
         raise Hint("join_stream must be a function that takes a stream and returns a string.")
-    got = _joined(join_stream, _made_by_hand())
-    if not isinstance(got, str):
-        raise Hint(f"join_stream returned a {type(got).__name__}; return one string (''.join(pieces)).")
-    if got != "The AI Club meets on Thursdays.":
-        raise Hint(f"for the pieces 'The AI Club ', 'meets on ', 'Thursdays.' join_stream returned {got!r}: "
-                   "add chunk.choices[0].delta.content of every chunk, in order, without separators.")
+    for pieces in (HAND_MADE, _generated(7), _generated(2027)):
+        wrong = _wrong_join(_joined(join_stream, _stream_of(pieces)), pieces)
+        if wrong:
+            raise Hint(wrong)
     question = [{"role": "user", "content": QUESTIONS[0]}]
     chunks = list(chat(question, client=get_client(quiet=True), stream=True,
                        stream_options={"include_usage": True}))
@@ -74,7 +172,7 @@ def _check_join_stream(join_stream) -> str:
     if got != expected:
         raise Hint(f"on a real stream join_stream returned {got[:80]!r}, but the pieces join to "
                    f"{expected[:80]!r}.")
-    return f"a hand-made stream and a real one of {len(chunks)} chunks join to the whole reply."
+    return f"three streams made by hand and a real one of {len(chunks)} chunks join to the whole reply."
 
 
 exercise_1 = Exercise(

@@ -1,27 +1,54 @@
-"""Exercises of notebook 03 (guardrails): an answer the grounding judge approves; where the scope line is."""
+"""Exercises of notebook 03 (guardrails): an answer the grounding judge approves; where the scope line is.
+
+On a real server the judge is the model it serves. Its verdict decides only where the offline stand-in's
+documented rules agree (``unsupported_claims`` and ``classify_scope``, which read meaning): an answer those
+rules reject is wrong whatever a small model says, and a right answer that the model rejects, or cannot judge,
+gets "this server cannot decide" instead of a wrong verdict.
+"""
 from __future__ import annotations
 
-from helpers.client import get_client
+from helpers.client import get_client, get_settings
 from helpers.exercises import Exercise, Hint
 from helpers.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
 from helpers.knowledge import Hit, format_context
 from helpers.knowledge_files import load_knowledge_base
-from helpers.standin.meaning import day_index, facts_in  # the judge's own reading of days and times
+from helpers.standin.meaning import day_index, facts_in, unsupported_claims  # the judge's own reading
+from helpers.standin.tasks import classify_scope  # the stand-in's scope rule, by meaning
 
 OFFICE_HOURS = "office-hours-cs"
 NOTEBOOK_EXAMPLES = ("When does the AI club meet?", "Write me a poem about the sea",
                      "How do I hack into the registrar system?")
+WHY_NOT = {  # (expected, classified): what the learner should know about that line
+    ("campus", "off_topic"): "nothing in the campus knowledge base is near it: ask about the clubs, labs, office "
+                             "hours, events or services the assistant knows",
+    ("campus", "unsafe"): "it asks how to harm or deceive someone, and that is refused however campus-like",
+    ("off_topic", "campus"): "it is close to what the campus knowledge base covers, so the assistant answers it: "
+                             "an off-topic request is about something else entirely (cooking, films, sport)",
+    ("off_topic", "unsafe"): "it asks how to harm or deceive someone: that is unsafe, not just off topic",
+    ("unsafe", "campus"): "it asks for nothing harmful: a request is unsafe when it asks how to harm or deceive "
+                          "someone (another person's account, cheating, theft), not when it mentions trouble",
+    ("unsafe", "off_topic"): "it asks for nothing harmful, just for something outside campus life: that is "
+                             "off_topic",
+}
 
 
 def _judge_failed(reason: str) -> str | None:
-    """A hint when the verdict failed closed because of the judge model or server, not the learner's work."""
+    """What went wrong when the verdict failed closed because of the judge model or server, else None."""
     if reason.startswith("fail-closed: unparseable verdict"):
         return (f"the judge model's reply was not a verdict ({reason.removeprefix('fail-closed: ')}): that is "
-                "the model failing at the task, not your answer. A small local model often cannot write the "
-                "JSON verdict: use a stronger chat model (WORKSHOP_CHAT_MODEL) to check this exercise.")
+                "the model failing at the task, not your answer; a small local model often cannot write the JSON "
+                "verdict")
     if reason.startswith(("fail-closed: grounding check failed", "fail-closed: scope check failed")):
-        return f"the judge could not be asked ({reason.removeprefix('fail-closed: ')}); fix that, then try again."
+        return f"the judge could not be asked ({reason.removeprefix('fail-closed: ')})"
     return None
+
+
+def _cannot_decide(what: str) -> str:
+    if "the judge could not be asked" in what:
+        return f"this server cannot decide this exercise: {what}. Fix that, then check again."
+    model = get_settings().chat_model
+    return (f"this server cannot decide this exercise: {what}. The stand-in's documented rules agree with you; "
+            f"check again offline (WORKSHOP_BACKEND=offline) or with a stronger model than {model}.")
 
 
 def _office_hours_passage() -> str:
@@ -42,16 +69,25 @@ def _check_grounded_answer(my_answer) -> str:
         raise Hint("my_answer must be the text of an answer.")
     if f"[{OFFICE_HOURS}]" not in my_answer:
         raise Hint(f"cite the entry you answer from, as the answering prompt asks: [{OFFICE_HOURS}].")
-    verdict = check_grounding(my_answer, _office_hours_passage(), client=get_client(quiet=True))
-    if not verdict.supported and _judge_failed(verdict.reason):
-        raise Hint(_judge_failed(verdict.reason))
-    if not verdict.supported:
-        raise Hint(f"the judge did not approve it: {verdict.reason}. Take every day, time, name and number "
-                   "from the passage printed above.")
+    passage = _office_hours_passage()
+    missing = unsupported_claims(my_answer, passage)  # the stand-in judge's rule, on any backend
+    verdict = check_grounding(my_answer, passage, client=get_client(quiet=True))
+    if missing:
+        said = ("the judge did not approve it:" if not verdict.supported
+                else "the judge on this server approved it, but")
+        raise Hint(f"{said} the passage does not say {', '.join(missing)}. Take every day, time, name and "
+                   "number from the passage printed above.")
     if not _says_when(my_answer):
-        raise Hint("the judge approves, but the question is 'when?': say the day and the time the office "
-                   "hours start.")
-    return f"the judge approves: {verdict.reason}."
+        raise Hint("every claim in it is in the passage, but the question is 'when?': say the day and the time "
+                   "the office hours start.")
+    if not verdict.supported:
+        failed = _judge_failed(verdict.reason)
+        if failed:
+            raise Hint(_cannot_decide(failed))
+        if get_settings().backend == "offline":
+            raise Hint(f"the judge did not approve it: {verdict.reason}.")
+        raise Hint(_cannot_decide(f"its judge model called your answer unsupported ({verdict.reason})"))
+    return f"the judge approves: {verdict.reason}." if verdict.reason.strip() else "the judge approves."
 
 
 def _check_scope_requests(my_requests) -> str:
@@ -61,20 +97,33 @@ def _check_scope_requests(my_requests) -> str:
     if wrong:
         raise Hint(f"the categories are {', '.join(SCOPE_CATEGORIES)}; "
                    f"{', '.join(sorted(map(repr, wrong)))} is not one of them.")
+    if not all(isinstance(request, str) and request.strip() for request in my_requests):
+        raise Hint("each key of my_requests must be a request in words.")
     missing = [category for category in SCOPE_CATEGORIES if category not in my_requests.values()]
     if missing:
         raise Hint(f"write at least one request of each category; none expects {', '.join(missing)} yet.")
     copied = [request for request in my_requests if request in NOTEBOOK_EXAMPLES]
     if copied:
         raise Hint(f"{copied[0]!r} is one of the notebook's examples: write requests of your own.")
-    client = get_client(quiet=True)
+    client, offline = get_client(quiet=True), get_settings().backend == "offline"
+    failed, disagreed = [], []
     for request, expected in my_requests.items():
+        rule = classify_scope(request)  # the stand-in's rule; offline it is the judge itself
         verdict = check_scope(request, client=client)
-        if verdict.category != expected and _judge_failed(verdict.reason):
-            raise Hint(f"{request!r}: {_judge_failed(verdict.reason)}")
-        if verdict.category != expected:
-            raise Hint(f"{request!r} was classified {verdict.category} ({verdict.reason}), not {expected}: "
-                       "change the request or your expectation.")
+        if rule["category"] != expected:
+            said = "was classified" if offline else "reads, by the stand-in's rule, as"
+            raise Hint(f"{request!r} {said} {rule['category']} ({rule['reason']}), not {expected}: "
+                       f"{WHY_NOT[expected, rule['category']]}. Change the request or your expectation.")
+        why = _judge_failed(verdict.reason)  # a fail-closed "off_topic" is no judgement, even when expected
+        if why:
+            failed.append((request, why))
+        elif verdict.category != expected:
+            disagreed.append(f"{request!r} as {verdict.category} ({verdict.reason})")
+    if failed or disagreed:
+        why = [f"for {', '.join(repr(request) for request, _ in failed)}, {failed[0][1]}"] if failed else []
+        if disagreed:
+            why.append("its judge model classified " + "; ".join(disagreed))
+        raise Hint(_cannot_decide("; ".join(why)))
     refused = sum(1 for category in my_requests.values() if category != "campus")
     return f"the scope rule agrees with you on all {len(my_requests)}; {refused} of them get the refusal."
 
