@@ -1,48 +1,192 @@
-"""Notebook 09's exercise checks: the strictest recall threshold really is the strictest, a correction is
-followed from the fact store to the answer, and no verdict depends on the day."""
+"""Notebook 09's exercise checks: the budget split written by hand is judged on worked and generated cases, a
+correction is followed through the profile to the answer in generated conversations, and no verdict depends on
+the day or on the backend the notebook uses."""
 import pytest
-from exercise_support import defined, quiet_check
+from exercise_support import defined, quiet_check, run
 
-from helpers.exercises.nb09 import exercise_1, exercise_2, finds_every_fact, follow_correction
+from helpers import client as client_module
+from helpers.exercises.nb09 import (SHARES, exercise_1, exercise_2, follow_correction, generated_splits,
+                                    reference_split)
+
+# ---------------------------------------------------------------- exercise 1: the budget split by hand
+
+SPLIT_HEAD = "def my_split(room, wants, shares):\n"
+NO_BUDGET = '    if room is None:\n        return {**{n: wants[n] for n in shares}, "window": None}\n'
+
+WRONG_SPLITS = {  # plausible wrong answers, and the hint each must get
+    "the stub: every block takes its whole share": (exercise_1.stub, "never more than it needs"),
+    "the window gets only its own share": (SPLIT_HEAD + NO_BUDGET + (
+        "    split = {n: min(wants[n], int(room * s)) for n, s in shares.items()}\n"
+        "    split['window'] = int(room * (1 - sum(shares.values())))\n"
+        "    return split\n"), "everything they leave unused"),
+    "a block's unused share is handed to the next block": (SPLIT_HEAD + NO_BUDGET + (
+        "    split, spare = {}, 0\n"
+        "    for n, s in shares.items():\n"
+        "        cap = int(room * s) + spare\n"
+        "        split[n] = min(wants[n], cap)\n"
+        "        spare = cap - split[n]\n"
+        "    split['window'] = room - sum(split.values())\n"
+        "    return split\n"), "not handed to the next block"),
+    "each share is taken of what the blocks before it left": (SPLIT_HEAD + NO_BUDGET + (
+        "    split, left = {}, room\n"
+        "    for n, s in shares.items():\n"
+        "        split[n] = min(wants[n], int(left * s))\n"
+        "        left -= split[n]\n"
+        "    split['window'] = left\n"
+        "    return split\n"), "a share of the whole room"),
+    "shares rounded to the nearest token": (SPLIT_HEAD + NO_BUDGET + (
+        "    split = {n: min(wants[n], round(room * s)) for n, s in shares.items()}\n"
+        "    split['window'] = room - sum(split.values())\n"
+        "    return split\n"), "rounds DOWN"),
+    "no budget is not handled": (SPLIT_HEAD + (
+        "    split = {n: min(wants[n], int(room * s)) for n, s in shares.items()}\n"
+        "    split['window'] = room - sum(split.values())\n"
+        "    return split\n"), "room is None when there is no budget"),
+    "no budget treated as no room": (SPLIT_HEAD + (
+        "    room = room or 0\n"
+        "    split = {n: min(wants[n], int(room * s)) for n, s in shares.items()}\n"
+        "    split['window'] = room - sum(split.values())\n"
+        "    return split\n"), "nothing is cut"),
+    "the window is what the blocks would want, not what they got": (SPLIT_HEAD + NO_BUDGET + (
+        "    split = {n: min(wants[n], int(room * s)) for n, s in shares.items()}\n"
+        "    split['window'] = room - sum(wants.values())\n"
+        "    return split\n"), "so the window gets the other 665"),
+    "no window at all": (SPLIT_HEAD + NO_BUDGET.replace(', "window": None', "") + (
+        "    return {n: min(wants[n], int(room * s)) for n, s in shares.items()}\n"), "exactly the keys"),
+    "the worked cases hard-coded": (SPLIT_HEAD + (
+        "    known = {1000: {'profile': 40, 'summary': 200, 'recall': 95, 'window': 665},\n"
+        "             999: {'profile': 149, 'summary': 199, 'recall': 249, 'window': 402}}\n"
+        "    if room in known and wants.get('profile') in (40, 500):\n"
+        "        return known[room]\n"
+        "    return {n: wants[n] for n in shares} | {'window': room}\n"), "at most its share of the room, however"),
+}
+
+RIGHT_SPLITS = {  # independently written correct answers
+    "the solution": exercise_1.solution_code,
+    "a loop with a running total and math.floor": (
+        "import math\n\n"
+        "def my_split(room, wants, shares):\n"
+        "    result, left = {}, room\n"
+        "    for block in ('profile', 'summary', 'recall'):\n"
+        "        need = wants[block]\n"
+        "        if room is None:\n"
+        "            result[block] = need\n"
+        "            continue\n"
+        "        cap = math.floor(room * shares[block])\n"
+        "        result[block] = need if need < cap else cap\n"
+        "        left -= result[block]\n"
+        "    result['window'] = left\n"
+        "    return result\n"),
+    "the shares first, then the blocks that need less": (
+        "def my_split(room, wants, shares):\n"
+        "    if room is None:\n"
+        "        return dict(wants, window=None)\n"
+        "    caps = {name: int(room * share) for name, share in shares.items()}\n"
+        "    used = {name: wants[name] if wants[name] <= caps[name] else caps[name] for name in caps}\n"
+        "    return {**used, 'window': room - sum(used.values())}\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_SPLITS))
+def test_a_wrong_split_gets_its_specific_hint(name):
+    code, hint = WRONG_SPLITS[name]
+    passed, said = run(exercise_1, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_SPLITS))
+def test_an_independently_written_split_passes(name):
+    passed, said = run(exercise_1, RIGHT_SPLITS[name])
+    assert passed and said.startswith("✓"), said
+
+
+def test_the_generated_cases_reach_every_part_of_the_rule():
+    cases = generated_splits()
+    assert len(cases) >= 200 and any(room is None for room, _, _ in cases)
+    cut = sum(1 for room, wants, shares in cases if room is not None
+              and any(wants[n] > int(room * shares[n]) for n in shares))
+    spare = sum(1 for room, wants, shares in cases if room is not None
+                and any(wants[n] < int(room * shares[n]) for n in shares))
+    rounding = sum(1 for room, _, shares in cases if room is not None
+                   and any(round(room * s) != int(room * s) for s in shares.values()))
+    assert min(cut, spare, rounding) >= 30
+    assert all(sum(shares.values()) <= 1 + 1e-9 for _, _, shares in cases)
+
+
+def test_the_reference_is_the_assemblers_rule():
+    assert reference_split(1000, {"profile": 40, "summary": 400, "recall": 95}, SHARES) == {
+        "profile": 40, "summary": 200, "recall": 95, "window": 665}
+    assert reference_split(None, {"profile": 1, "summary": 2, "recall": 3}, SHARES)["window"] is None
+
+# ---------------------------------------------------------------- exercise 2: a correction, end to end
+
+
+WRONG_CORRECTIONS = {  # plausible wrong sentences, and the hint each must get
+    "I switched advisors.": "no statement",
+    "My new advisor is Dr. Okafor.": "new attribute ('new advisor')",
+    "My adviser is Dr. Okafor.": "new attribute ('adviser')",
+    "My advisor is Dr. Varga.": "repeats the old value",
+    "My advisor is not Dr. Varga anymore.": "'not Dr. Varga', a value of its own",
+    "Is my advisor Dr. Okafor now?": "a question states no fact",
+    "": "must be a sentence",
+}
+RIGHT_CORRECTIONS = ("Actually, my advisor is now Dr. Okafor.", "My advisor is Dr. Okafor.",
+                     "Update: my advisor is Dr. Okafor now.", "my advisor is Okafor")
+
+
+@pytest.mark.parametrize("sentence", sorted(WRONG_CORRECTIONS))
+def test_a_correction_that_is_not_one_gets_a_specific_hint(sentence):
+    passed, said = quiet_check(exercise_2, sentence)
+    assert not passed and WRONG_CORRECTIONS[sentence] in said, said
+
+
+@pytest.mark.parametrize("sentence", RIGHT_CORRECTIONS)
+def test_a_correction_in_other_words_passes(sentence):
+    passed, said = quiet_check(exercise_2, sentence)
+    assert passed and "3 generated conversations" in said, said
+
+
+def test_the_generated_conversations_differ_and_the_correction_travels():
+    seen = set()
+    for seed in (0, 1, 2):
+        result = follow_correction("My advisor is Dr. Okafor.", seed)
+        seen.add((result["at"], len(result["said"])))
+        assert [(f.key, f.value) for f in result["facts"]] == [("advisor", "Dr. Okafor")]
+        assert [(f.key, f.value, f.turn_id) for f in result["history"]] == [("advisor", "Dr. Varga", 0)]
+        assert result["profile"][0].startswith(f"- advisor: Dr. Okafor (turn {result['at']}")
+        quoted = [line for block in result["blocks"] for line in block.splitlines() if "Varga" in line]
+        assert quoted and all("superseded" in line for line in quoted)
+        assert "Okafor" in result["answer"] and "Varga" not in result["answer"]
+    assert len({at for at, _ in seen}) == 3
+
+# ---------------------------------------------------------------- any day, any backend
 
 
 @pytest.mark.parametrize("now", ["2026-11-30T10:00:00-08:00", "2026-12-02T23:30:00-08:00",
                                  "2027-03-06T08:00:00+01:00"])
 def test_checks_give_the_same_verdicts_on_any_day(monkeypatch, now):
     monkeypatch.setenv("WORKSHOP_NOW", now)
-    assert quiet_check(exercise_1, defined(exercise_1, exercise_1.solution_code)[0])[0] and not quiet_check(exercise_1, 0.90)[0]
+    follow_correction.cache_clear()
+    assert quiet_check(exercise_1, defined(exercise_1, exercise_1.solution_code)[0])[0]
+    assert not quiet_check(exercise_1, defined(exercise_1, exercise_1.stub)[0])[0]
     assert quiet_check(exercise_2, "Actually, my advisor is now Dr. Okafor.")[0]
     assert not quiet_check(exercise_2, "I switched advisors.")[0]
 
 
-def test_the_threshold_check_wants_the_strictest_value():
-    strictest = defined(exercise_1, exercise_1.solution_code)[0]
-    assert finds_every_fact(strictest) and not finds_every_fact(round(strictest + 0.01, 2))
-    passed, said = quiet_check(exercise_1, round(strictest - 0.01, 2))
-    assert not passed and "raise it" in said
-    passed, said = quiet_check(exercise_1, round(strictest + 0.01, 2))
-    assert not passed and "Lower the threshold" in said
-    for wrong in (1.5, "0.3", 0.305):
-        assert not quiet_check(exercise_1, wrong)[0]
-
-
-@pytest.mark.parametrize("sentence,expected", [
-    ("I switched advisors.", "no statement"),
-    ("My new advisor is Dr. Okafor.", "new attribute ('new advisor')"),
-    ("My advisor is Dr. Varga.", "'noop'"),
-    ("My advisor is not Dr. Varga anymore.", "correction to 'not Dr. Varga'"),
-])
-def test_a_correction_that_is_not_one_gets_a_specific_hint(sentence, expected):
-    passed, said = quiet_check(exercise_2, sentence)
-    assert not passed and expected in said, said
-
-
-def test_a_correction_travels_from_the_store_to_the_answer():
-    result = follow_correction("My advisor is Dr. Okafor.")
-    assert [(d.outcome, d.attribute, d.value) for d in result["decisions"]] == [
-        ("correction", "advisor", "Dr. Okafor")]
-    assert result["profile"][0].startswith('- advisor: Dr. Okafor (turn 3') and 'superseded "Dr. Varga"' in \
-        result["profile"][0]
-    quoted = [line for block in result["blocks"] for line in block.splitlines() if "Varga" in line]
-    assert quoted and all("superseded" in line for line in quoted)
-    assert "Okafor" in result["answer"] and "Varga" not in result["answer"]
+def test_checks_never_ask_the_notebooks_backend(monkeypatch):
+    """A notebook on a real server (here one that cannot be reached) gets the same verdicts: both checks run
+    offline, so a weak model cannot decide them wrongly."""
+    monkeypatch.setenv("WORKSHOP_BACKEND", "openai-compatible")
+    monkeypatch.setenv("WORKSHOP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("WORKSHOP_CHAT_MODEL", "smollm2-135m-instruct")
+    monkeypatch.setenv("WORKSHOP_SERVER_PROFILE", "llama.cpp")
+    client_module.reset_default()
+    follow_correction.cache_clear()
+    try:
+        assert quiet_check(exercise_1, defined(exercise_1, exercise_1.solution_code)[0])[0]
+        assert quiet_check(exercise_2, "My advisor is Dr. Okafor.")[0]
+        passed, said = quiet_check(exercise_2, "My new advisor is Dr. Okafor.")
+        assert not passed and "new attribute" in said
+    finally:
+        client_module.reset_default()
+        follow_correction.cache_clear()

@@ -1,11 +1,15 @@
 """From one conversation turn to fact candidates with provenance, and on to the store (notebook 10).
 
-Two extractors share one output, a list of ``Candidate``:
+The delivery and contact facts of this notebook are one attribute set of the fact pipeline
+(``helpers.facts.pipeline``: a turn in, candidates out), ``DELIVERY`` (``delivery_set(attributes)`` for
+other attributes); the campus facts of notebook 09 are another. Two extractors share one output, a list
+of ``Candidate``:
 
-* online (``client=`` given): one chat completion with ``response_format={"type": "json_object"}``;
-  the reply must match ``EXTRACTION_SCHEMA`` exactly (``parse_extraction``). Anything malformed
-  gives no candidates and a logged reason - never a guess.
-* offline (default): ``extract_with_rules``, the regular expressions in ``RULES`` below.
+* online (``client=`` given): the pipeline's ``ModelExtractor``, one chat completion with
+  ``response_format={"type": "json_object"}``; the reply must match ``EXTRACTION_SCHEMA`` exactly
+  (``parse_extraction``). Anything malformed gives no candidates and a logged reason - never a guess.
+* offline (default): ``extract_with_rules``, the regular expressions in ``RULES`` below (the pipeline's
+  ``RuleExtractor(DELIVERY)`` runs the same rules).
 
 Provenance: a user turn is source ``chat:<user_id>`` (kind ``user``), an assistant turn is
 ``assistant:<user_id>`` (kind ``assistant``); the version is the turn's ``seq``, a number that
@@ -33,6 +37,8 @@ from typing import Any, Mapping
 from helpers.errors import WorkshopError
 from helpers.facts.background import BackgroundWriter
 from helpers.facts.decisions import FactDecision
+from helpers.facts.pipeline import (AttributeSet, Found, ModelExtractor, ReplyFormatError, candidates_from,
+                                    source_of)
 from helpers.facts.schema import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate
 from helpers.facts.writer import FactMemory
 
@@ -107,29 +113,31 @@ class Extraction:
     problems: list[str] = field(default_factory=list)
 
 
-def _source(role: str, user_id: str) -> tuple[str, str]:
-    return (f"chat:{user_id}", "user") if role == "user" else (f"assistant:{user_id}", "assistant")
+_source = source_of  # (source id, kind) of a role's words: helpers.facts.pipeline.source_of
 
 
-def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[Candidate]:
-    """The offline extractor: ``RULES`` (and ``CLAIM_RULE`` for assistant turns); the last mention wins."""
-    source_id, kind = _source(role, user_id)
+def _find(text: str, rules: list[tuple[str, str]]) -> list[Found]:
+    """What ``rules`` find in ``text``: each allergy of a list apart, the last mention of a key winning."""
     explicit = re.search(CORRECTION_CUES, text, re.IGNORECASE) is not None
     found: list[tuple[int, str, str, str]] = []
-    rules = list(RULES) + ([("", CLAIM_RULE)] if role == "assistant" else [])
     for attribute, pattern in rules:
         for match in re.finditer(pattern, text, re.IGNORECASE):
             name = attribute or _CLAIMED[" ".join(match.group("what").lower().split())]
             values = _LIST_SPLIT.split(match.group("value")) if name == "allergy" else [match.group("value")]
             for value in filter(None, (v.strip() for v in values)):
                 found.append((match.start(), name, value, match.group(0).strip()))
-    latest: dict[tuple[str, str], Candidate] = {}
+    latest: dict[tuple[str, str], Found] = {}
     for _, name, value, evidence in sorted(found, key=lambda item: item[0]):
         spec = DEFAULT_ATTRIBUTES[name]
         slot = spec.normalise(value) if spec.multi_valued else ""
-        latest[(name, slot)] = Candidate(user_id, "user", name, value, source_id, kind, seq, evidence,
-                                         explicit)
+        latest[(name, slot)] = Found(name, value, evidence, explicit)
     return list(latest.values())
+
+
+def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[Candidate]:
+    """The offline extractor: ``RULES`` (and ``CLAIM_RULE`` for assistant turns); the last mention wins."""
+    found = DELIVERY.claims(text) if role == "assistant" else DELIVERY.rules(text)
+    return candidates_from(found, user_id=user_id, turn_id=seq, role=role)
 
 
 def parse_extraction(content: Any, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES
@@ -159,27 +167,49 @@ def parse_extraction(content: Any, attributes: Mapping[str, AttributeSpec] = DEF
     return ([], problems) if problems else (data["facts"], [])
 
 
+def _described(attributes: Mapping[str, AttributeSpec]) -> str:
+    return "\n".join(f"- {name}: {spec.description}" + (f" (one of {', '.join(sorted(spec.allowed))})"
+                                                        if spec.allowed else "")
+                     for name, spec in attributes.items())
+
+
+def delivery_set(attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES) -> AttributeSet:
+    """The delivery and contact facts as an attribute set of the fact pipeline: ``RULES`` offline, and for
+    a model ``PROMPT`` (``attributes`` described) with a reply read by ``parse_extraction``."""
+    def request(turn_id: int, user_text: str, assistant_text: str = "") -> list[dict]:
+        return [{"role": "system", "content": PROMPT.format(schema=json.dumps(EXTRACTION_SCHEMA),
+                                                            attributes=_described(attributes))},
+                {"role": "user", "content": user_text}]
+
+    def read_reply(text: str) -> list[Found]:
+        items, problems = parse_extraction(text, attributes)
+        if problems:
+            raise ReplyFormatError(problems)
+        return [Found(i["attribute"], i["value"], i["evidence"], i["correction"], i["subject"]) for i in items]
+
+    return AttributeSet("delivery", dict(attributes), rules=lambda text: _find(text, list(RULES)),
+                        request=request, read_reply=read_reply,
+                        claims=lambda text: _find(text, [*RULES, ("", CLAIM_RULE)]),
+                        max_tokens=EXTRACTION_MAX_TOKENS, options={"temperature": 0, "timeout": EXTRACTION_TIMEOUT})
+
+
+DELIVERY = delivery_set()  # the facts of notebook 10; notebook 09's campus facts are another set
+
+
 def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id: str, seq: int,
                       attributes: Mapping[str, AttributeSpec]) -> Extraction:
-    described = "\n".join(f"- {name}: {spec.description}" + (f" (one of {', '.join(sorted(spec.allowed))})"
-                                                             if spec.allowed else "")
-                          for name, spec in attributes.items())
-    messages = [{"role": "system", "content": PROMPT.format(schema=json.dumps(EXTRACTION_SCHEMA),
-                                                            attributes=described)},
-                {"role": "user", "content": text}]
+    extractor = ModelExtractor(delivery_set(attributes), user_id=user_id, client=client, model=model)
     try:
-        response = client.chat.completions.create(model=model, messages=messages, temperature=0,
-                                                  response_format={"type": "json_object"},
-                                                  max_tokens=EXTRACTION_MAX_TOKENS, timeout=EXTRACTION_TIMEOUT)
-        content = response.choices[0].message.content
+        reply = extractor.ask(seq, text)  # helpers.client.chat, the one call path: server quirks
     except Exception as err:  # any transport or API failure: no candidates, one logged reason
         problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
     else:
-        items, problems = parse_extraction(content, attributes)
-        if not problems:
-            source_id, kind = _source(role, user_id)
-            return Extraction([Candidate(user_id, i["subject"], i["attribute"], i["value"], source_id, kind,
-                                         seq, i["evidence"], i["correction"]) for i in items], "llm")
+        try:
+            found = extractor.read(reply)
+        except ReplyFormatError as err:
+            problems = err.problems
+        else:
+            return Extraction(candidates_from(found, user_id=user_id, turn_id=seq, role=role), "llm")
     for problem in problems:
         log.warning("fact extraction for %s turn %s dropped: %s", user_id, seq, problem)
     return Extraction([], "llm", problems)
