@@ -18,7 +18,7 @@ from helpers.compat import prepare_request, profile_for
 from helpers.api_key import KEY_NAME, check_key_destination, hide_secret, safe_url, url_secrets
 from helpers.config import PLACEHOLDER_KEY, Settings, load_settings
 from helpers.errors import ContextOverflowError, WorkshopError
-from helpers.standin.server import make_offline_client
+from helpers.standin.server import handle as offline_handle, make_offline_client
 from helpers.text import shorten
 
 
@@ -87,6 +87,12 @@ def make_client(settings: Settings) -> openai.OpenAI:
         timeout=settings.timeout, max_retries=settings.max_retries,
         http_client=None if settings.backend == "nim" else TimeoutNotRetried(),
     )
+
+
+def offline_transport() -> httpx2.BaseTransport:
+    """The offline stand-in as an httpx transport, for a harness that wraps it to watch or change requests
+    (``helpers.memory.evaluation``): the layers above reach the stand-in through the client, never directly."""
+    return httpx2.MockTransport(offline_handle)
 
 
 def get_client(settings: Settings | None = None, *, quiet: bool = False) -> openai.OpenAI:

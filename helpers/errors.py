@@ -28,7 +28,8 @@ The tree (module where each is defined, and what it means)::
     ├── KnowledgeBaseError     (ValueError)    knowledge_files: the knowledge-base file is malformed
     ├── VerdictError           (ValueError)    guardrails: a judge's reply is not a strict verdict
     ├── ContextBudgetError     (ValueError)    memory.budget: the budget cannot hold the fixed costs
-    ├── ProfileFormatError     (ValueError)    memory.profile_extraction: a profile reply is unreadable
+    ├── ReplyFormatError       (ValueError)    facts.pipeline: a model extractor's reply is not its strict shape
+    │   └── ProfileFormatError                 memory.profile_extraction: a profile reply is unreadable
     ├── ExtractionError        (ValueError)    facts.extract: an extraction reply cannot be parsed
     ├── EndpointError          (RuntimeError)  client: a request failed; the message says what to do
     │   ├── ResponseFormatError                client: HTTP 200, but not a chat completion

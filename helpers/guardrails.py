@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from helpers.client import EndpointError, chat
+from helpers.context_format import SCOPE_CLASSIFIER, task_intro
 from helpers.errors import WorkshopError
 from helpers.knowledge import answer_with_context, format_context
 
@@ -28,8 +29,8 @@ REFUSAL = ("I can only help with questions about Larkspur University — clubs, 
 SCOPE_CATEGORIES = ("campus", "off_topic", "unsafe")
 VERDICTS = ("supported", "unsupported")
 
-SCOPE_PROMPT = (
-    "You are a scope classifier for the Larkspur University campus assistant. Classify the user's request "
+SCOPE_PROMPT = (  # task_intro: the words that name the task (helpers.context_format, read by the stand-in)
+    f"{task_intro(SCOPE_CLASSIFIER)} for the Larkspur University campus assistant. Classify the user's request "
     "as exactly one category: \"campus\" (campus life: clubs, labs, courses, office hours, events, services, "
     "dates and times of those), \"off_topic\" (anything else), "
     "or \"unsafe\" (harmful, dishonest or abusive). "

@@ -24,13 +24,13 @@ import httpx2
 import openai
 
 from helpers import tokens
+from helpers.client import offline_transport  # the stand-in, reached through the client's transport
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
 from helpers.history import split_turns
 from helpers.knowledge_files import load_knowledge_base
 from helpers.memory.assembler import MemoryAssembler, assemble_context
 from helpers.memory.convgen import Conversation
 from helpers.session import ChatSession
-from helpers.standin import server as offline
 
 BUDGET, WINDOW = 1500, 6
 # name -> (memory layers used, under the budget?); "hybrid" is the session itself, measured, not replayed
@@ -59,13 +59,14 @@ class RecordingTransport(httpx2.BaseTransport):
         self.requests: list[tuple[int, dict]] = []  # (turn, request body)
         self.turn, self.long = -1, False
         self._embeddings = _EMBEDDINGS
+        self._offline = offline_transport()
         self._texts = [entry.text for entry in load_knowledge_base()]
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         body = request.read()
         if request.url.path.endswith("/embeddings"):  # the same texts are embedded again and again: remember
             if body not in self._embeddings:
-                response = offline.handle(request)
+                response = self._offline.handle_request(request)
                 self._embeddings[body] = httpx2.Response(response.status_code, content=response.read(),
                                                          headers={"content-type": "application/json"})
             cached = self._embeddings[body]
@@ -74,7 +75,7 @@ class RecordingTransport(httpx2.BaseTransport):
             data = json.loads(body)
             if "tools" in data:  # a conversation request (the session sends its tools), not a summariser call
                 self.requests.append((self.turn, data))
-        response = offline.handle(request)
+        response = self._offline.handle_request(request)
         if not self.long or response.status_code != 200 or not request.url.path.endswith("/chat/completions"):
             return response
         reply = json.loads(response.read())

@@ -14,16 +14,18 @@ whose version is the turn id. The fact store decides, and audits, what happens:
 - an older turn never overrides a newer one (its version is lower: a ``noop``).
 
 Attributes are open-ended: "my locker number is 4471" becomes attribute ``locker number``.
-The statements come from one of two extractors in ``helpers.memory.profile_extraction``:
-``rules`` (the default for the offline stand-in) or ``model`` (a strict JSON request; a reply
-of the wrong shape is rejected whole and logged).
+The statements come from one of two extractors of the fact pipeline (``helpers.facts.pipeline``) on
+the campus attribute set of ``helpers.memory.profile_extraction``: ``rules`` (the default for the
+offline stand-in) or ``model`` (a strict JSON request; a reply of the wrong shape is rejected whole
+and logged); ``extractor=`` also takes any pipeline ``Extractor`` (another attribute set, or several).
 
 Either way a value must be the user's own words: whole words (case-insensitive, any script) of a
 statement in the user's message, so nothing the assistant said becomes a user fact, "Cal" is not
 taken from "calculus", and a question is never a statement of fact ("Can you call me Cal?" names
 nobody). ``lines()`` shows each current fact with the turn and date it was last stated; facts
 older than ``stale_after`` are "possibly outdated", and a corrected fact names the value it
-superseded and its turn. Every line is one line: labels and values pass through ``one_line``.
+superseded and its turn. Every line is one line, written by ``helpers.context_format.write_fact_line``
+(the format's owner): labels and values pass through ``one_line``.
 """
 from __future__ import annotations
 
@@ -38,15 +40,14 @@ from typing import Any, Sequence
 from helpers import clock
 from helpers.client import get_settings
 from helpers.errors import ConfigError, WorkshopWarning
+from helpers.context_format import PROFILE_HEADER, profile_mark, quote_text, write_fact_line  # the line's owner
+from helpers.facts.pipeline import Extractor, ModelExtractor, ReplyFormatError, RuleExtractor
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
-from helpers.memory.profile_extraction import (ProfileFormatError, extract_with_model, extract_with_rules,
-                                               stated_parts)
+from helpers.memory.profile_extraction import CAMPUS, attribute_label, campus_set, split_label, stated_parts
 from helpers.memory.recall import is_substantive
-from helpers.memory.summary_format import one_line
 
 log = logging.getLogger(__name__)
 
-PROFILE_HEADER = "User profile (facts the user stated, with the turn and date):"
 DEFAULT_STALE_AFTER = timedelta(days=90)
 FIRST_KEYS = ("name", "goal", "constraint", "preference")  # shown first, in this order
 
@@ -55,14 +56,7 @@ class ProfileWarning(WorkshopWarning):
     """Profile extraction could not run for a turn (for example the request failed)."""
 
 
-def attribute_label(key: str, topic: str) -> str:
-    """The fact store's attribute name: ``key``, or ``key/topic`` when the topic narrows it."""
-    return key if topic in (key, "") else f"{key}/{topic}"
-
-
-def _split_label(label: str) -> tuple[str, str]:
-    key, _, topic = label.partition("/")
-    return key, topic or key
+_split_label = split_label  # attribute_label and split_label live in helpers.memory.profile_extraction
 
 
 @dataclass
@@ -112,11 +106,17 @@ def says(said: str, value: str) -> bool:
     return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", _normal(said)) is not None
 
 
+def _items(candidates: Sequence[Candidate]) -> list[dict]:
+    """A pipeline's candidates as profile items: ``{"key", "topic", "value"}`` (``split_label`` of the attribute)."""
+    return [dict(zip(("key", "topic"), split_label(c.attribute)), value=c.value) for c in candidates]
+
+
 class ProfileMemory:
     """The user's current facts, read from a ``FactMemory`` that reconciles every statement.
 
     ``facts`` is the durable store to share (lesson 10); by default a private in-memory one.
-    ``extractor`` is ``"rules"``, ``"model"`` or ``"auto"`` (rules for the offline stand-in).
+    ``extractor`` is ``"rules"``, ``"model"`` or ``"auto"`` (rules for the offline stand-in): the campus
+    attribute set of the fact pipeline (``helpers.facts.pipeline``); or any pipeline ``Extractor``.
 
     A turn's facts commit with the turn, or not at all. A plain ``ChatSession`` has nothing to
     wait for, so ``update`` writes at once. A ``PersistentSession`` calls ``defer_writes()``: from
@@ -134,10 +134,11 @@ class ProfileMemory:
     """
 
     def __init__(self, *, facts: FactMemory | None = None, user_id: str = "user", client: Any = None,
-                 settings: Any = None, model: str | None = None, extractor: str = "auto",
+                 settings: Any = None, model: str | None = None, extractor: str | Extractor = "auto",
                  stale_after: timedelta = DEFAULT_STALE_AFTER, max_reply_chars: int = 600):
-        if extractor not in ("auto", "rules", "model"):
-            raise ConfigError(f"extractor must be 'auto', 'rules' or 'model' (got {extractor!r})")
+        if not (extractor in ("auto", "rules", "model") or isinstance(extractor, Extractor)):
+            raise ConfigError(f"extractor must be 'auto', 'rules', 'model' or an Extractor of "
+                              f"helpers.facts.pipeline (got {extractor!r})")
         self.client, self.settings, self.model = client, settings, model
         self.user_id, self.extractor = user_id, extractor
         self.stale_after = stale_after
@@ -203,17 +204,26 @@ class ProfileMemory:
             return self.extractor == "rules"
         return getattr(self.settings or get_settings(), "backend", "") == "offline"
 
+    def extractor_for(self) -> Extractor:
+        """The fact pipeline's extractor this profile runs: the campus rules, the campus model extractor, or
+        the ``Extractor`` it was given (any attribute set, several with ``MultiExtractor``)."""
+        if not isinstance(self.extractor, str):
+            return self.extractor
+        if self._uses_rules():
+            return RuleExtractor(CAMPUS, user_id=self.user_id)
+        return ModelExtractor(campus_set(self.max_reply_chars), user_id=self.user_id, client=self.client,
+                              settings=self.settings, model=self.model)
+
     def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
         """Extract the user's facts from one turn and write them to the fact store (see the module)."""
         if not is_substantive(user_text):
             return ProfileUpdate()
-        if self._uses_rules():
-            return self.merge(turn_id, extract_with_rules(user_text), user_text)
+        extractor = self.extractor_for()
+        if isinstance(extractor, RuleExtractor):  # offline rules: no request that could fail
+            return self.merge(turn_id, _items(extractor.extract(turn_id, user_text, assistant_text)), user_text)
         try:
-            items = extract_with_model(turn_id, user_text, assistant_text, client=self.client,
-                                       settings=self.settings, model=self.model,
-                                       max_reply_chars=self.max_reply_chars)
-        except ProfileFormatError as exc:
+            items = _items(extractor.extract(turn_id, user_text, assistant_text))
+        except ReplyFormatError as exc:
             reason = f"turn {turn_id}: {exc}"
             log.warning("profile reply rejected, nothing merged: %s", reason)
             self.rejected.append(reason)
@@ -322,15 +332,13 @@ class ProfileMemory:
             replaced.setdefault(current.fact_id, []).append(old)
         out = []
         for fact in sorted(self.facts.values(), key=lambda f: (order.get(f.key, len(order)), f.turn_id)):
-            notes = [f"turn {fact.turn_id}", fact.recorded_at[:10]]
-            notes += ["possibly outdated"] if self.is_stale(fact, now) else []
             olds = replaced.get(fact.fact_id, [])
-            notes += [f'superseded "{one_line(o.value)}" from turn {o.turn_id}' for o in olds[-2:]]
-            where = ", ".join(notes[:2]) + "".join("; " + note for note in notes[2:])
-            out.append(f"- {one_line(fact.label)}: {one_line(fact.value)} ({where})")
+            where = profile_mark(fact.turn_id, fact.recorded_at[:10], outdated=self.is_stale(fact, now),
+                                 superseded=[(o.value, o.turn_id) for o in olds[-2:]])
+            out.append(write_fact_line(fact.label, fact.value, where))
         for fact in self.conflicts:
-            out.append(f"- {one_line(fact.label)}: unsettled, \"{one_line(fact.value)}\" is disputed by another "
-                       f"source (turn {fact.turn_id}); ask the user")
+            out.append(write_fact_line(fact.label, f'unsettled, "{quote_text(fact.value)}" is disputed by another '
+                                       f"source", f"turn {fact.turn_id}", "; ask the user"))
         return out
 
     def block(self, now: datetime | None = None) -> dict | None:

@@ -1,12 +1,16 @@
 """Profile extraction (lesson 09): what of a user's message is a fact about themselves.
 
-Two extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}``, which
-``helpers.memory.profile`` writes to the fact store:
+The campus facts are one attribute set of the fact pipeline (``helpers.facts.pipeline``: a turn in,
+candidates out), ``CAMPUS``: open-ended, so "my locker number is 4471" defines the attribute
+``locker number``; notebook 10's delivery and contact facts are another (``helpers.facts.extract``).
+``ProfileMemory`` (``helpers.memory.profile``) runs its ``RuleExtractor`` or ``ModelExtractor``. Two
+extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}`` (a candidate's attribute
+is ``attribute_label(key, topic)``):
 
 - ``extract_with_rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
-  plus the stand-in's documented rules for names, diets, schedules, preferences and goals
-  (``extract_profile_facts``), both applied only to ``stated_parts``: a question is never a
-  statement of fact, so "Can you call me Cal?" names nobody;
+  plus the profile rules for names, diets, schedules, preferences and goals (``helpers.profile_rules``,
+  which the stand-in's profile extractor reads too), both applied only to ``stated_parts``: a question
+  is never a statement of fact, so "Can you call me Cal?" names nobody;
 - ``extract_with_model``: sends ``extraction_request`` with ``response_format={"type": "json_object"}``;
   ``parse_profile_reply`` rejects, whole, a reply that is not exactly
   ``{"facts": [{"key", "topic", "value"}]}`` (``ProfileFormatError``).
@@ -17,13 +21,14 @@ import json
 import re
 from typing import Any
 
-from helpers.client import chat, get_settings
-from helpers.errors import WorkshopError
+from helpers.context_format import ASSISTANT_REPLIED, PROFILE_EXTRACTOR, USER_SAID, task_intro, write_section
+from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
+from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
-from helpers.standin.tasks import extract_profile_facts
+from helpers.profile_rules import profile_facts
 
 EXTRACTOR_PROMPT = (
-    "You are a profile extractor. From the USER SAID section only, list facts the user states about "
+    f"{task_intro(PROFILE_EXTRACTOR)}. From the {USER_SAID} section only, list facts the user states about "
     "themselves. key is a short label for what the fact is about ('name', 'goal', 'preference', "
     "'constraint', 'locker number', 'advisor', ...); topic narrows it (use the key again when nothing "
     "narrower fits, for example 'diet' under 'constraint'); value is copied word for word from the user's "
@@ -38,7 +43,7 @@ MAX_LABEL_CHARS = 60
 _MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
                            r"(?:now\s+|still\s+)?"
                            r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
-_NOT_ATTRIBUTES = {"name"}  # covered by the stand-in's name rule, which knows "call me ..."
+_NOT_ATTRIBUTES = {"name"}  # covered by the profile rules' name rule, which knows "call me ..."
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
 _DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -48,8 +53,19 @@ _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|jus
                          re.I)
 
 
-class ProfileFormatError(WorkshopError, ValueError):
+class ProfileFormatError(ReplyFormatError):
     """An extraction reply was not the strict JSON shape; it is rejected and nothing is merged."""
+
+
+def attribute_label(key: str, topic: str) -> str:
+    """The fact store's attribute name: ``key``, or ``key/topic`` when the topic narrows it."""
+    return key if topic in (key, "") else f"{key}/{topic}"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """``attribute_label``'s inverse: ``"constraint/diet"`` -> ``("constraint", "diet")``, ``"name"`` -> twice."""
+    key, _, topic = label.partition("/")
+    return key, topic or key
 
 
 def _stated_runs(user_text: str) -> list[str]:
@@ -81,7 +97,7 @@ def stated_parts(user_text: str) -> list[str]:
 
 
 def extract_with_rules(user_text: str) -> list[dict]:
-    """Profile items from the user's statements by rule: the stand-in's rules plus "my <attribute> is <value>".
+    """Profile items from the user's statements by rule: the profile rules plus "my <attribute> is <value>".
 
     Questions and small talk are left out first (``stated_parts``): a question is never a statement of fact.
     """
@@ -89,7 +105,7 @@ def extract_with_rules(user_text: str) -> list[dict]:
     if not runs:
         return []
     said = "\n".join(run.replace(_DOT, ".") for run in runs)  # one line per run: no rule reads across two
-    items = [item for item in extract_profile_facts(f"USER SAID:\n{said}")["facts"]]
+    items = profile_facts(said)  # helpers.profile_rules: the rules the stand-in's profile extractor reads too
     seen = {(item["key"], item["topic"]) for item in items}
     for sentence in (piece for run in runs for piece in _SENTENCE_END.split(run)):
         for match in _MY_ATTRIBUTE.finditer(sentence):
@@ -106,10 +122,10 @@ def extract_with_rules(user_text: str) -> list[dict]:
 def extraction_request(turn_id: int, user_text: str, assistant_text: str = "",
                        max_reply_chars: int = 600) -> list[dict]:
     """The model extractor's request for one turn: the user's words, the reply only as context."""
-    body = f"USER SAID (turn {turn_id}):\n{user_text}"
+    body = write_section(USER_SAID, user_text, f"turn {turn_id}")  # helpers.context_format: the sections
     if assistant_text:
         clipped = " ".join(assistant_text.split())[:max_reply_chars]
-        body += f"\n\nASSISTANT REPLIED (context only, never a source of facts):\n{clipped}"
+        body += "\n\n" + write_section(ASSISTANT_REPLIED, clipped, "context only, never a source of facts")
     return [{"role": "system", "content": EXTRACTOR_PROMPT}, {"role": "user", "content": body}]
 
 
@@ -137,9 +153,32 @@ def parse_profile_reply(text: str) -> list[dict]:
 def extract_with_model(turn_id: int, user_text: str, assistant_text: str = "", *, client: Any = None,
                        settings: Any = None, model: str | None = None,
                        max_reply_chars: int = 600) -> list[dict]:
-    """Profile items from one turn, asked of the model as strict JSON (else ``ProfileFormatError``)."""
-    model = model or (settings or get_settings()).chat_model
-    response = chat(extraction_request(turn_id, user_text, assistant_text, max_reply_chars), client=client,
-                    settings=settings, model=model, response_format={"type": "json_object"},
-                    max_tokens=EXTRACTION_MAX_TOKENS)
-    return parse_profile_reply(response.choices[0].message.content or "")
+    """Profile items from one turn, asked of the model as strict JSON (else ``ProfileFormatError``).
+
+    The request is the campus set's, sent by the fact pipeline's ``ModelExtractor``."""
+    extractor = ModelExtractor(campus_set(max_reply_chars), client=client, settings=settings, model=model)
+    return parse_profile_reply(extractor.ask(turn_id, user_text, assistant_text) or "")
+
+
+def _found(items: list[dict]) -> list[Found]:
+    return [Found(attribute_label(item["key"], item["topic"]), item["value"]) for item in items]
+
+
+def campus_set(max_reply_chars: int = 600) -> AttributeSet:
+    """The campus facts as an attribute set of the fact pipeline: ``extract_with_rules`` offline, and for a
+    model ``extraction_request`` (the reply clipped to ``max_reply_chars``) read by ``parse_profile_reply``.
+    Open-ended: any attribute the user's words name is defined when first written."""
+    return AttributeSet(
+        "campus", CAMPUS_ATTRIBUTES, rules=lambda text: _found(extract_with_rules(text)),
+        request=lambda turn_id, user_text, assistant_text="": extraction_request(turn_id, user_text, assistant_text,
+                                                                                 max_reply_chars),
+        read_reply=lambda text: _found(parse_profile_reply(text)), open=True, max_tokens=EXTRACTION_MAX_TOKENS)
+
+
+CAMPUS_ATTRIBUTES = {spec.name: spec for spec in (
+    AttributeSpec("name", description="what the user is called"),
+    AttributeSpec("goal", description="what the user is aiming for"),
+    AttributeSpec("constraint/diet", description="what the user eats or does not"),
+    AttributeSpec("constraint/allergy", description="an allergy the user mentioned"),
+)}  # and any other attribute a statement names: "locker number", "constraint/schedule", "preference/stop"
+CAMPUS = campus_set()  # the facts of notebook 09; notebook 10's delivery and contact facts are another set

@@ -27,12 +27,13 @@ from typing import Any, Callable, Sequence
 
 from helpers.client import chat, get_settings
 from helpers.errors import ConfigError, WorkshopError, WorkshopWarning
-from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids, one_line, safe_lines
+from helpers.context_format import (EMPTY_MESSAGE, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
+                                    read_pinned_line, safe_lines, write_pinned_line, write_summary_header,
+                                    write_turn_line)  # the formats' owner (SUMMARY_HEADER: re-exported)
 from helpers.text import shorten
 from helpers.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
-SUMMARY_HEADER = "Summary of earlier turns"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
 SUMMARISER_PROMPT = (
     "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
@@ -97,12 +98,12 @@ def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) ->
             function = call.get("function") or {}
             names[call.get("id")] = function.get("name", "tool")
             arguments = _flat(function.get("arguments"), 120)
-            lines.append(f"[turn {turn_id}] tool call: {function.get('name')}({arguments})")
+            lines.append(write_turn_line(turn_id, "tool call", f"{function.get('name')}({arguments})"))
         if role == "tool":
-            lines.append(f"[turn {turn_id}] tool {names.get(message.get('tool_call_id'), 'result')}: "
-                         f"{_flat(content, 200)}")
+            lines.append(write_turn_line(turn_id, f"tool {names.get(message.get('tool_call_id'), 'result')}",
+                                         _flat(content, 200)))
         elif role in ("user", "assistant") and (content or role == "user"):
-            lines.append(f"[turn {turn_id}] {role}: {_flat(content, max_chars) or '(empty message)'}")
+            lines.append(write_turn_line(turn_id, role, _flat(content, max_chars) or EMPTY_MESSAGE))
     return lines
 
 
@@ -125,7 +126,7 @@ class RollingSummary:
 
     def header(self) -> str:
         """``Summary of earlier turns (turns 0-5):``."""
-        return f"{SUMMARY_HEADER} ({format_turn_ids(self.turn_ids)}):"
+        return write_summary_header(self.turn_ids)
 
     def lines_text(self) -> str:
         """The summary's text as it is shown: only ``\\n`` ends a line, any other line break is escaped."""
@@ -219,7 +220,7 @@ class Summariser:
             appended = missing_facts(text, keep)
             if appended:
                 pinned = _pinned_items(text)
-                text = _strip_pinned_line(text) + f"\n{PINNED_PREFIX}: " + "; ".join(
+                text = _strip_pinned_line(text) + "\n" + write_pinned_line(
                     pinned + [one_line(f) for f in appended if one_line(f) not in pinned])  # one line, always
                 warnings.warn(f"the summariser left out pinned facts twice, so they were appended verbatim: "
                               f"{'; '.join(appended)}", SummaryWarning, stacklevel=2)
@@ -228,8 +229,9 @@ class Summariser:
 
 def _pinned_items(text: str) -> list[str]:
     for line in safe_lines(text).split("\n"):
-        if line.startswith(PINNED_PREFIX):
-            return [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
+        items = read_pinned_line(line)
+        if items is not None:
+            return items
     return []
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from helpers import embeddings
 from helpers.clock import WEEKDAYS
+from helpers.context_format import is_block_line  # quoted turns, passages and fact lines are not instructions
 
 # ---------------------------------------------------------------- similarity (the local model, cached)
 
@@ -662,9 +663,6 @@ _LONG = re.compile(r"\b(?:detailed|in detail|thorough(?:ly)?|in depth|in-depth|e
                    r"explain fully|full explanations?|fully)\b", re.I)
 _CLAUSE = re.compile(r"[.;!?:\n]+|,?\s+(?:but|and|however|though)\s+|\s+-\s+|"
                      r",\s+(?=(?:never|don't|do not|avoid|please|and)\b)", re.I)
-# not instructions: quoted turns and passages ("[turn 3] user: ...", "[club-ai] ..."), profile lines
-# ("- diet: ...")
-_MEMORY_LINE = re.compile(r"^\s*(?:\[(?:turn \d+|[a-z0-9][\w-]*)\]|- [\w /'-]{1,40}: )")
 
 
 def _count(text: str) -> int:
@@ -683,7 +681,7 @@ def length_limit(system: str) -> int | None:
     "Never answer in one sentence" asks for at least two; "don't write long answers" for a short one.
     A request for at least N sentences, or for length, wins over a limit below it.
     """
-    text = "\n".join(line for line in system.splitlines() if not _MEMORY_LINE.match(line))
+    text = "\n".join(line for line in system.splitlines() if not is_block_line(line))
     most: list[int] = []
     least: list[int] = []
     for clause in _CLAUSE.split(text):
@@ -721,7 +719,7 @@ def length_limit(system: str) -> int | None:
 def asks_for(system: str, pattern: str) -> bool:
     """Does a clause of the system prompt ask for ``pattern`` ("use bullet points"), not negate it
     ("don't use bullet points")? Lines of memory blocks are not instructions."""
-    text = "\n".join(line for line in system.splitlines() if not _MEMORY_LINE.match(line))
+    text = "\n".join(line for line in system.splitlines() if not is_block_line(line))
     for clause in _CLAUSE.split(text):
         match = re.search(pattern, clause, re.I)
         if match and not _NEGATION.search(clause[:match.start()]):

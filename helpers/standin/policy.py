@@ -78,12 +78,13 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from helpers.context_format import (GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER, SUMMARISER,
+                                    read_passage_lines, read_task)
 from helpers.standin.meaning import asks_for, embed, length_limit, sentences
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
                                    extract_profile_facts, judge_grounding, summarise_conversation)
 
 _WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?", re.I)
-_CONTEXT_LINE = re.compile(r"^\[([a-z0-9][\w\-]*)\]\s*(.+)$", re.M)
 STANDIN_NOTE = "offline stand-in"
 
 
@@ -393,7 +394,7 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
     passages = []
     for message in messages:
         if message.get("role") in ("system", "developer", "user"):
-            passages += _CONTEXT_LINE.findall(_text(message))
+            passages += read_passage_lines(_text(message))  # helpers.context_format: "[id] title: text"
     if passages or re.search(r"^context:", _system_text(messages), re.I | re.M):
         return _answer_from_passages(question, passages)
     if re.search(r"\b(hello|hi|hey|good (morning|afternoon|evening))\b", question.lower()):
@@ -409,14 +410,13 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
 ANSWER_SIMILARITY = 0.40  # below this, no retrieved sentence answers the question
 
 
-def _answer_from_passages(question: str, passages: list[tuple[str, str]]) -> str:
+def _answer_from_passages(question: str, passages: list) -> str:
     """Rule: answer with the passage sentence most similar to the question (local MiniLM embeddings),
     citing its id -- or say "I don't know" when no sentence reaches ANSWER_SIMILARITY."""
     found = []
-    for pid, body in passages:
-        title, _, text = body.partition(":")
-        for sentence in sentences((text or title).strip()):
-            found.append((pid, title.strip(), sentence))
+    for passage in passages:
+        for sentence in sentences(passage.text or passage.title):
+            found.append((passage.id, passage.title, sentence))
     if not found:
         return "I don't know: the provided context does not cover that."
     vectors = embed([question] + [f"{title}: {sentence}" for _, title, sentence in found])
@@ -447,13 +447,13 @@ def _style(text: str, system: str) -> str:
 # ---------------------------------------------------------------- special tasks (helpers/standin/tasks.py)
 
 def _special_task(system: str, messages: list[dict]) -> Decision | None:
-    lowered = system.lower()
-    if "grounding judge" in lowered:
+    task = read_task(system)  # the task markers of helpers.context_format ("You are a grounding judge ...")
+    if task == GROUNDING_JUDGE:
         return Decision(content=json.dumps(judge_grounding(_text(messages[-1]))))
-    if "scope classifier" in lowered:
+    if task == SCOPE_CLASSIFIER:
         return Decision(content=json.dumps(classify_scope(_text(messages[-1]))))
-    if "conversation summariser" in lowered:
+    if task == SUMMARISER:
         return Decision(content=summarise_conversation(_text(messages[-1])))
-    if "profile extractor" in lowered:
+    if task == PROFILE_EXTRACTOR:
         return Decision(content=json.dumps(extract_profile_facts(_text(messages[-1]))))
     return None

@@ -4,7 +4,10 @@
 task -- a grounding judge or scope classifier (notebook 03), a conversation summariser
 or profile extractor (notebooks 08-09) -- and asks ``_about_user``/``_noted`` before
 its agent rules. The rules are listed, in order, in ``helpers/standin/policy.py``.
-Like everything in the stand-in, they read only the request they are given.
+Like everything in the stand-in, they read only the request they are given. The text formats they read
+and write -- task markers, request sections, quoted turns, fact lines, summary lines -- are those of
+``helpers/context_format.py``, and the profile extractor's rules those of ``helpers/profile_rules.py``:
+the same functions the memory layer writes and reads them with, so the stand-in imports nothing of it.
 
 **The memory rule** (questions about the user, rule 1b). It is a rule, not a model. It reads
 meaning with the local embedding model and ordinary normalising code (``helpers/standin/meaning.py``),
@@ -70,7 +73,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.clock import WEEKDAYS
-from helpers.memory.summary_format import PINNED_PREFIX, format_turn_ids  # the summariser's own format
+from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE: re-exported)
+                                    MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT, read_fact_lines,
+                                    read_judge_request, read_left_out_note, read_pinned_line, read_quotes,
+                                    read_sections, read_turn_line, write_left_out_note, write_pinned_line,
+                                    write_quote_line)
+from helpers.profile_rules import PROFILE_RULES, profile_facts  # noqa: F401  (PROFILE_RULES: re-exported)
 from helpers.standin.meaning import (GENERIC, HARM_KINDS, STOP, campus_nearness, content_stems, facts_in,
                                      harm_signals, same_stem, sentences, shared_stems, similarity, stem,
                                      unsupported_claims)
@@ -87,17 +95,15 @@ def _text(message: dict) -> str:
     return content_text(message.get("content"))
 
 
-_JUDGE_SECTIONS = re.compile(r"PASSAGES:\s*(?P<passages>.*?)\s*ANSWER:\s*(?P<answer>.*)", re.S)
-
-
 def judge_grounding(prompt: str) -> dict:
     """Rule: every day, time, date, floor, room, code, number and name the answer states must be in the
     passages, compared by what it means ("Wed" == "Wednesday", "3pm" == "15:00", "5th floor" == "fifth
     floor"; a number with the noun it counts: "two weeks" is not "two people")."""
-    parts = _JUDGE_SECTIONS.search(prompt)
+    parts = read_judge_request(prompt)
     if not parts:
         return {"verdict": "unsupported", "reason": "no PASSAGES/ANSWER sections to compare"}
-    missing = unsupported_claims(parts.group("answer"), parts.group("passages"))
+    passages, answer = parts
+    missing = unsupported_claims(answer, passages)
     if missing:
         return {"verdict": "unsupported", "reason": "not in the passages: " + ", ".join(missing)}
     return {"verdict": "supported",
@@ -144,24 +150,8 @@ def classify_scope(request: str) -> dict:
 
 # ---------------------------------------------------------------- memory tasks (notebooks 08-09)
 
-_SECTION = re.compile(r"^([A-Z][A-Z ]+?)(?: \([^)\n]*\))?:[ \t]*(.*)$", re.M)
-_TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
 _ACKS = set("ok okay k thanks thank you thx cool great nice sure yes yep no nope fine got it alright right "
             "perfect awesome cheers".split())  # greetings are not here: rule 4 answers them
-LEFT_OUT_NOTE = "(Left out to stay within the word limit: {turns}.)"  # questions go first, then the oldest
-_LEFT_OUT = re.compile(r"^\(Left out to stay within the word limit: turns? ([\d, -]+)\.\)$")
-
-
-def _sections(prompt: str) -> dict[str, str]:
-    """Upper-case ``NAME:`` headers at the start of a line, each with the text up to the next header."""
-    found = list(_SECTION.finditer(prompt))
-    out = {}
-    for i, match in enumerate(found):
-        end = found[i + 1].start() if i + 1 < len(found) else len(prompt)
-        out[match.group(1).strip()] = (match.group(2) + prompt[match.end():end]).strip()
-    return out
-
-
 def _clip(text: str, sentences: int, words: int) -> str:
     """The first ``sentences`` sentences, at most ``words`` words, double quotes made single (for quoting)."""
     kept = " ".join(re.split(r"(?<=[.!?])\s+", " ".join(text.split()))[:sentences]).split()
@@ -178,24 +168,23 @@ def _bullets(text: str) -> list[str]:
 
 def summarise_conversation(prompt: str) -> str:
     """Rule: extractive summary, one line per turn (see the module docstring)."""
-    parts = _sections(prompt)
+    parts = read_sections(prompt)
     lines, pinned, left_out = [], [], set()
-    for line in parts.get("PREVIOUS SUMMARY", "").splitlines():
+    for line in parts.get(PREVIOUS_SUMMARY, "").splitlines():
         line = line.strip()
-        earlier = _LEFT_OUT.match(line)
-        if line.startswith(PINNED_PREFIX):
-            pinned += [p.strip() for p in line.partition(":")[2].split(";") if p.strip()]
-        elif earlier:  # turns an earlier summary already left out
-            for first, last in re.findall(r"(\d+)(?:-(\d+))?", earlier.group(1)):
-                left_out.update(range(int(first), int(last or first) + 1))
+        earlier, kept = read_left_out_note(line), read_pinned_line(line)
+        if kept is not None:
+            pinned += kept
+        elif earlier is not None:  # turns an earlier summary already left out
+            left_out.update(earlier)
         elif line and line != "(none)":
             lines.append(line)
     turns: dict[int, dict[str, str]] = {}
-    for line in parts.get("TURNS", "").splitlines():
-        match = _TURN_LINE.match(line.strip())
-        if match:
-            turn = turns.setdefault(int(match.group(1)), {})
-            role, text = match.group(2), match.group(3).strip()
+    for line in parts.get(TURNS, "").splitlines():
+        read = read_turn_line(line.strip())
+        if read:
+            turn = turns.setdefault(read[0], {})
+            role, text = read[1], read[2].strip()
             if role == "user":
                 turn.setdefault("user", text)
             elif role == "assistant" and text:
@@ -204,63 +193,25 @@ def summarise_conversation(prompt: str) -> str:
         said = turn.get("user", "")
         if not said or _is_ack(said):
             continue
-        line = f'[turn {turn_id}] user: "{_clip(said, 2, 30)}"'
-        if turn.get("assistant"):
-            line += f' -> assistant: "{_clip(turn["assistant"], 1, 25)}"'
-        lines.append(line)
-    for fact in _bullets(parts.get("MISSING", "")):
+        answer = _clip(turn["assistant"], 1, 25) if turn.get("assistant") else None
+        lines.append(write_quote_line(turn_id, "user", _clip(said, 2, 30), answer=answer))
+    for fact in _bullets(parts.get(MISSING, "")):
         if fact not in pinned:
             pinned.append(fact)
-    limit_match = re.search(r"\d+", parts.get("WORD LIMIT", ""))
+    limit_match = re.search(r"\d+", parts.get(WORD_LIMIT, ""))
     limit = int(limit_match.group(0)) if limit_match else 120
-    pinned_line = [f"{PINNED_PREFIX}: " + "; ".join(pinned)] if pinned else []
+    pinned_line = [write_pinned_line(pinned)] if pinned else []
     while len(lines) > 1 and sum(len(x.split()) for x in lines + pinned_line) > limit:
         asked = [i for i, x in enumerate(lines) if re.search(r'user: "[^"]*\?(?: …)?"', x)]
-        gone = _TURN_LINE.match(lines.pop(asked[0] if asked else 0))
-        left_out.update([int(gone.group(1))] if gone else [])
-    note = [LEFT_OUT_NOTE.format(turns=format_turn_ids(left_out))] if left_out else []
+        gone = read_turn_line(lines.pop(asked[0] if asked else 0))
+        left_out.update([gone[0]] if gone else [])
+    note = [write_left_out_note(sorted(left_out))] if left_out else []
     return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
 
 
-_NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
-_UNTIL = r"([^.!?,;\n]+)"
-_TIME_WORDS = re.compile(r"\b(mornings?|afternoons?|evenings?|nights?|weekends?|weekdays?|"
-                         + "|".join(WEEKDAYS) + r")s?\b", re.I)
-_CONTACT_WORDS = re.compile(r"\b(e-?mail|texts?|phone|calls?)\b", re.I)
-PROFILE_RULES: tuple[tuple[str, str, str], ...] = (
-    # (key, topic, pattern): topic "*" means "work it out from the value" (_topic)
-    ("name", "name", r"\b(?i:my name is) " + _NAME),  # names must be capitalised; the lead-in may not be
-    ("name", "name", r"\b(?i:call me|i go by) " + _NAME),
-    ("goal", "goal", r"\bmy goal is to " + _UNTIL),
-    ("goal", "goal", r"\bi(?:'m| am) (?:aiming|hoping|planning) to " + _UNTIL),
-    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant)\b"),
-    ("constraint", "allergy", r"\bi(?:'m| am) (allergic to [a-z -]+?)(?=[.!?,;\n]|$)"),
-    ("constraint", "*", r"\bi ((?:can't|cannot|can not) (?:do|make|attend) [^.!?,;\n]+)"),
-    ("preference", "*", r"\bi(?:'d| would)? (?:really )?prefer " + _UNTIL),
-)
-
-
-_FILLER_TAIL = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|please|anyway))+$", re.I)
-
-
-def _topic(value: str) -> str:
-    if _TIME_WORDS.search(value):
-        return "schedule"
-    if _CONTACT_WORDS.search(value):
-        return "contact"
-    words = re.findall(r"[a-z]+", value.lower())
-    return words[-1].rstrip("s") if words else "general"
-
-
 def extract_profile_facts(prompt: str) -> dict:
-    """Rule: the regular expressions in PROFILE_RULES, applied to the USER SAID section only."""
-    said = _sections(prompt).get("USER SAID", "")
-    facts = []
-    for key, topic, pattern in PROFILE_RULES:
-        for match in re.finditer(pattern, said, 0 if key == "name" else re.I):
-            value = _FILLER_TAIL.sub("", " ".join(match.group(1).split()).strip(" '\""))
-            facts.append({"key": key, "topic": _topic(value) if topic == "*" else topic, "value": value})
-    return {"facts": facts}
+    """Rule: the regular expressions in PROFILE_RULES (``helpers.profile_rules``), on the USER SAID section only."""
+    return {"facts": profile_facts(read_sections(prompt).get(USER_SAID, ""))}
 
 
 # ---------------------------------------------------------------- questions about the user (rule 1b)
@@ -312,10 +263,6 @@ _MY_TOPIC = re.compile(r"\bmy ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:i
                        re.I)
 _MY_SUBJECT = re.compile(r"^(?:[^,:;]{0,30}[,:;]\s*)?my\b", re.I)  # "My sister Yara visits ...", "Oh, my ..."
 _POSSESSED = re.compile(r"\b([a-z]+)'s ([a-z]+)\b", re.I)
-_QUOTED_USER = re.compile(r'\[turn (\d+)\] user: "([^"]*)"(.*)$', re.M)
-_SUPERSEDED_NOTE = re.compile(r'\(superseded at turn (\d+): (.+?) is now "([^"]*)"\)')
-_FACT_LINE = re.compile(r"^- ([\w /'-]{1,40}): (.+?)(?: \((turn (\d+)[^)\n]*|current|superseded|outdated)\)"
-                        r"(?:[;.][^\n]*)?)?$", re.M)
 # a time beyond the days, clock times and dates ``facts_in`` reads: "next month", "week after next", a year
 _TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|last|coming) "
                          r"(?:week|month|year|term|semester|weekend)\b|\btomorrow\b|\btonight\b|"
@@ -479,20 +426,19 @@ def _evidence(messages: list[dict]) -> list[_Said]:
             for sentence in sentences(text):
                 said("said", sentence, None, shown=sentence)
         elif role in ("system", "developer"):
-            for match in _QUOTED_USER.finditer(text):
-                turn, note = int(match.group(1)), _SUPERSEDED_NOTE.search(match.group(3))
-                for sentence in sentences(match.group(2)):
-                    said("quote", sentence, turn, shown=sentence, superseded=note is not None)
+            for quote in read_quotes(text, "user"):  # helpers.context_format: the quote line's one reader
+                note = quote.notes[0] if quote.notes else None
+                for sentence in sentences(quote.text):
+                    said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None)
                 if note:
-                    label = note.group(2).split("/")[-1]
-                    said("note", f"my {label} is {note.group(3)}", int(note.group(1)), shown=note.group(3),
-                         label=note.group(2), current=True)
-            for match in _FACT_LINE.finditer(text):
-                label, value, marks = match.group(1), match.group(2), match.group(3) or ""
-                turn = int(match.group(4)) if match.group(4) else None
+                    label = note.label.split("/")[-1]
+                    said("note", f"my {label} is {note.value}", note.turn_id, shown=note.value,
+                         label=note.label, current=True)
+            for fact in read_fact_lines(text):  # and the fact line's
+                label, value, marks = fact.label, fact.value, fact.mark
                 words = " ".join(label.replace("/", " ").split())
-                said("profile", f"my {words} is {value}", turn, shown=f"{label}: {value}",
-                     label=match.group(0),
+                said("profile", f"my {words} is {value}", fact.turn, shown=f"{label}: {value}",
+                     label=fact.line,
                      superseded=marks.startswith(("superseded", "outdated")),
                      current=marks == "current" or "superseded \"" in marks)
     return found
@@ -687,5 +633,5 @@ def _noted(messages: list[dict]) -> str | None:
         return None
     if _is_ack(_text(messages[-1])) and _text(messages[-1]).strip():
         return "You're welcome!"
-    facts = extract_profile_facts("USER SAID:\n" + _text(messages[-1]))["facts"]
+    facts = profile_facts(_text(messages[-1]))
     return "Noted: " + "; ".join(f["value"] for f in facts) + "." if facts else None

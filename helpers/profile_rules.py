@@ -1,0 +1,56 @@
+"""The profile rules (notebook 09): what a user's words state about them, by regular expressions.
+
+One list of rules, ``PROFILE_RULES``, read in two places that must agree: the campus attribute set of
+the fact pipeline (``helpers.memory.profile_extraction.extract_with_rules``, the offline extractor) and
+the offline stand-in's profile-extractor task (``helpers.standin.tasks.extract_profile_facts``), which
+answers a model extractor's request the way these rules read it. It sits at the bottom of the package,
+so neither has to import the other.
+
+Each rule is (key, topic, pattern): "my name is X" / "call me X" -> name; "my goal is to ..." / "I'm
+aiming to ..." -> goal; "I'm vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
+constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." -> preference. A topic ``*`` is worked
+out from the value (``topic_of``: a time of day or week is ``schedule``, a way to be reached ``contact``).
+"""
+from __future__ import annotations
+
+import re
+
+from helpers.clock import WEEKDAYS
+
+_NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
+_UNTIL = r"([^.!?,;\n]+)"
+_TIME_WORDS = re.compile(r"\b(mornings?|afternoons?|evenings?|nights?|weekends?|weekdays?|"
+                         + "|".join(WEEKDAYS) + r")s?\b", re.I)
+_CONTACT_WORDS = re.compile(r"\b(e-?mail|texts?|phone|calls?)\b", re.I)
+PROFILE_RULES: tuple[tuple[str, str, str], ...] = (
+    # (key, topic, pattern): topic "*" means "work it out from the value" (topic_of)
+    ("name", "name", r"\b(?i:my name is) " + _NAME),  # names must be capitalised; the lead-in may not be
+    ("name", "name", r"\b(?i:call me|i go by) " + _NAME),
+    ("goal", "goal", r"\bmy goal is to " + _UNTIL),
+    ("goal", "goal", r"\bi(?:'m| am) (?:aiming|hoping|planning) to " + _UNTIL),
+    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant)\b"),
+    ("constraint", "allergy", r"\bi(?:'m| am) (allergic to [a-z -]+?)(?=[.!?,;\n]|$)"),
+    ("constraint", "*", r"\bi ((?:can't|cannot|can not) (?:do|make|attend) [^.!?,;\n]+)"),
+    ("preference", "*", r"\bi(?:'d| would)? (?:really )?prefer " + _UNTIL),
+)
+_FILLER_TAIL = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|please|anyway))+$", re.I)
+
+
+def topic_of(value: str) -> str:
+    """The topic of a constraint or preference, from its value: schedule, contact, else its last noun."""
+    if _TIME_WORDS.search(value):
+        return "schedule"
+    if _CONTACT_WORDS.search(value):
+        return "contact"
+    words = re.findall(r"[a-z]+", value.lower())
+    return words[-1].rstrip("s") if words else "general"
+
+
+def profile_facts(said: str) -> list[dict]:
+    """``{"key", "topic", "value"}`` for each match of ``PROFILE_RULES`` in ``said`` (the user's words only)."""
+    facts = []
+    for key, topic, pattern in PROFILE_RULES:
+        for match in re.finditer(pattern, said, 0 if key == "name" else re.I):
+            value = _FILLER_TAIL.sub("", " ".join(match.group(1).split()).strip(" '\""))
+            facts.append({"key": key, "topic": topic_of(value) if topic == "*" else topic, "value": value})
+    return facts
