@@ -20,7 +20,7 @@ from helpers.clock import WEEKDAYS
 from helpers.errors import WorkshopError
 from helpers.knowledge import KnowledgeBase
 from helpers.knowledge_files import KnowledgeBaseError
-from helpers.text import shorten
+from helpers.text import bracket_depth, shorten
 
 DEFAULT_TIMEZONE = clock.DEFAULT_TIMEZONE
 _KB = None  # the campus knowledge base, built on first use by campus_knowledge_base()
@@ -246,7 +246,7 @@ def _parse_arguments(name: str, arguments, tool: Tool) -> dict | str:
         return _error(f"arguments for {name} are too long ({len(arguments):,} characters, at most "
                       f"{MAX_ARGUMENT_CHARS:,}); send an object like {_example(tool)}")
     text = arguments.decode("utf-8", "replace") if isinstance(arguments, (bytes, bytearray)) else arguments
-    if text and _nesting_depth(text) > MAX_ARGUMENT_DEPTH:
+    if text and bracket_depth(text) > MAX_ARGUMENT_DEPTH:
         return _error(f"arguments for {name} are nested too deeply to read (more than {MAX_ARGUMENT_DEPTH} "
                       f"levels); send an object like {_example(tool)}")
     try:
@@ -260,28 +260,6 @@ def _parse_arguments(name: str, arguments, tool: Tool) -> dict | str:
     if not isinstance(args, dict):
         return _error(f"arguments for {name} must be a JSON object like {_example(tool)}")
     return args
-
-
-def _nesting_depth(text: str) -> int:
-    """How deeply JSON text nests arrays and objects (brackets inside strings do not count)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _short_repr(value, width: int = 80) -> str:

@@ -15,3 +15,34 @@ def _fresh_default_client():
     client.reset_default()
     yield
     client.reset_default()
+
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One real llama.cpp server for the module, on a free loopback port; its process group is ended afterwards."""
+    import llama_server
+
+    llama_server.require_installed()
+    with llama_server.LlamaServer() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _real_server_still_running(request):
+    """Once a real server has died, every test using it says why (signal, log tail), not a connection error."""
+    if "server" not in request.fixturenames:
+        yield
+        return
+    import llama_server
+
+    running = request.getfixturevalue("server")
+    try:
+        running.check_alive()
+    except llama_server.ServerError as err:
+        pytest.fail(str(err), pytrace=False)
+    yield
+    try:
+        running.check_alive()
+    except llama_server.ServerError as err:
+        pytest.fail(str(err), pytrace=False)

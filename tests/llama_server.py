@@ -77,6 +77,18 @@ def missing_pieces() -> list[str]:
     return missing
 
 
+def require_installed() -> None:
+    """Skip the calling test when the server is not installed, or fail it under CI (where setup must have run)."""
+    import pytest
+
+    missing = missing_pieces()
+    if missing:
+        reason = "real server not installed: " + "; ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(reason + f" (CI must run tests/{SETUP_SCRIPT.name} before pytest)")
+        pytest.skip(reason)
+
+
 def ensure_installed() -> None:
     """Install what is missing via setup_llama.sh (reuses the cached wheel; builds it only once)."""
     if not missing_pieces():

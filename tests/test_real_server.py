@@ -41,37 +41,6 @@ STABLE = {"temperature": 0, "seed": 7}
 
 
 @pytest.fixture(scope="module")
-def server():
-    """One real server for the module, on a free loopback port; its process group is ended afterwards."""
-    missing = llama_server.missing_pieces()
-    if missing:
-        reason = "real server not installed: " + "; ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run tests/setup_llama.sh before pytest)")
-        pytest.skip(reason)
-    with llama_server.LlamaServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def server_still_running(request):
-    """Once the server process has died, every test says why (signal, log tail) instead of a connection error."""
-    if "server" not in request.fixturenames:
-        yield
-        return
-    running = request.getfixturevalue("server")
-    try:
-        running.check_alive()
-    except llama_server.ServerError as err:
-        pytest.fail(str(err), pytrace=False)
-    yield
-    try:
-        running.check_alive()
-    except llama_server.ServerError as err:
-        pytest.fail(f"{err}", pytrace=False)
-
-
-@pytest.fixture(scope="module")
 def client(server) -> openai.OpenAI:
     """The real openai client; no retries, so a rejected request shows its first answer."""
     return openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0, timeout=120)

@@ -6,7 +6,6 @@ notebook that crashes on a real server with a tiny model.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -23,12 +22,7 @@ SHORT = ["01_first_call.ipynb", "05_one_tool.ipynb"]
 
 @pytest.fixture(scope="module")
 def learner():
-    missing = llama_server.missing_pieces()
-    if missing:
-        reason = "real server not installed: " + "; ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run tests/setup_llama.sh before pytest)")
-        pytest.skip(reason)
+    llama_server.require_installed()
     with llama_server.LlamaServer(n_ctx=4096) as server:
         yield server, runner.learner_env(server)
 

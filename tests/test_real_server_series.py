@@ -29,37 +29,6 @@ MODEL = llama_server.MODEL_ALIAS
 CLUB = "When does the AI club meet?"
 
 
-@pytest.fixture(scope="module")
-def server():
-    """One real server for the module, on a free loopback port; its process group is ended afterwards."""
-    missing = llama_server.missing_pieces()
-    if missing:
-        reason = "real server not installed: " + "; ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run tests/setup_llama.sh before pytest)")
-        pytest.skip(reason)
-    with llama_server.LlamaServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def server_still_running(request):
-    """Once the server process has died, every test says why (signal, log tail) instead of a connection error."""
-    if "server" not in request.fixturenames:
-        yield
-        return
-    running = request.getfixturevalue("server")
-    try:
-        running.check_alive()
-    except llama_server.ServerError as err:
-        pytest.fail(str(err), pytrace=False)
-    yield
-    try:
-        running.check_alive()
-    except llama_server.ServerError as err:
-        pytest.fail(f"{err}", pytrace=False)
-
-
 @pytest.fixture(autouse=True)
 def _no_stray_settings(monkeypatch):
     for name in ("WORKSHOP_SERVER_PROFILE", "WORKSHOP_EMBEDDINGS", "WORKSHOP_EMBEDDING_MODEL"):

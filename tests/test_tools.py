@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
 
 from helpers import tools
+from helpers.text import bracket_depth
 from helpers.tools import (ToolInputError, days_until_weekday, get_current_time, parse_weekday, run_tool,
                            tool_schemas)
 
@@ -173,7 +174,7 @@ def test_nesting_is_counted_up_to_the_limit_and_brackets_in_strings_do_not_count
     too_deep = json.loads(run_tool("days_until_weekday", nested_weekday(limit + 1)))["error"]
     assert "nested too deeply" in too_deep
     quoted = json.dumps({"query": "[" * 500 + '\\"{' * 200})  # brackets and escaped quotes inside a string
-    assert tools._nesting_depth(quoted) == 1
+    assert bracket_depth(quoted) == 1
 
 
 def test_deeply_nested_dict_arguments_are_an_error_result():

@@ -34,6 +34,7 @@ import openai
 from helpers import clock, tokens
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_EMBEDDING_MODEL
 from helpers.embeddings import EMBEDDING_DIM, local_embed
+from helpers.text import bracket_depth
 from helpers.standin import schemas
 from helpers.standin.policy import decide
 from helpers.standin.validation import (CHAT_MODELS, MAX_NESTING, NOT_DONE, _RequestError, check_chat_request,
@@ -56,27 +57,10 @@ def _digest(payload) -> str:
 # ---------------------------------------------------------------- what the rules are shown
 
 def _json_nesting(text: str) -> int:
-    """How deeply brackets nest in a JSON-like text (outside string literals), without parsing it."""
+    """How deeply brackets nest in a JSON-like text or Python literal (outside string literals), without parsing it."""
     if sum(text.count(c) for c in "[{(") <= READABLE_NESTING:
         return 0  # too few brackets to matter: skip the scan
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{(":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]})":
-            depth -= 1
-    return deepest
+    return bracket_depth(text, "[{(", "]})")
 
 
 def _readable(messages: list[dict]) -> list[dict]:
