@@ -1,18 +1,20 @@
-"""Notebook 12's exercises: each check fails on its stub and passes on its solution on any day, and checks
-what it says it checks (the tight budget really loses evidence with the default shares; a wrong answer of
-each kind gets a hint)."""
+"""Notebook 12's exercises: each check fails on its stub and passes on its solution on any day, refuses plausible
+wrong answers with the hint a learner needs, accepts independently written right ones, and checks what it says
+it checks (the tight budget really loses evidence with the default shares; the generated cases hold the traps
+they are made for)."""
 import pytest
 from exercise_support import run
 
 from helpers.exercises import nb12, nb12_replay
-from helpers.memory.budget import DEFAULT_SHARES, Shares
+from helpers.memory.budget import DEFAULT_SHARES
 
 OTHER_DAYS = ("2026-12-02T15:00:00-08:00",   # a Wednesday afternoon in Los Angeles
               "2027-06-19T23:30:00+02:00")   # a Saturday night in another zone, half a year on
 
 
 # exercise 1 records a whole conversation per day (a few seconds), so it is tried on one other day only
-DAYS_PER_EXERCISE = [("exercise_1", OTHER_DAYS[0])] + [(key, now) for key in ("exercise_2", "exercise_3")
+DAYS_PER_EXERCISE = [("exercise_1", OTHER_DAYS[0])] + [(key, now) for key in ("exercise_2", "exercise_3",
+                                                                            "exercise_4")
                                                         for now in OTHER_DAYS]
 
 
@@ -34,57 +36,286 @@ def test_the_tight_budget_loses_evidence_with_the_default_shares():
     tight = nb12_replay.replay_shares(DEFAULT_SHARES, nb12_replay.TIGHT_BUDGET)
     assert at_budget.questions >= 8 and at_budget.hits == at_budget.questions
     assert tight.hits < at_budget.hits / 2
+    assert tight.fits >= 5 and tight.sent == tight.fits  # the defaults leave the window room
 
 
-def test_shares_that_starve_the_profile_get_a_hint():
-    passed, said = run(nb12.exercise_1, "my_shares = Shares(profile=0.0, summary=0.5, recall=0.1)")
-    assert not passed and "larger share" in said
-    passed, said = run(nb12.exercise_1, "my_shares = 0.6")
-    assert not passed and "must be a Shares" in said
-    assert Shares(profile=0.6, summary=0.0, recall=0.2) != DEFAULT_SHARES
+def _check(exercise, code, hint=None):
+    passed, said = run(exercise, code)
+    if hint is None:
+        assert passed and said.startswith("✓"), said
+    else:
+        assert not passed and said.startswith("✗") and hint in said, said
 
 
-NEW_FACT_MISTAKES = {
-    "the whole clause as the value": (
-        'def my_extractor(text):\n'
-        '    items = extract_with_rules(text)\n'
-        '    m = re.search(r"I live in (.+)", text)\n'
-        '    return items + ([{"key": "residence", "topic": "residence", "value": m.group(1)}] if m else [])',
-        "leave out the words around the place"),
-    "questions extracted": (
-        'def my_extractor(text):\n'
-        '    items = extract_with_rules(text)\n'
-        '    m = re.search(r"I live in ([^,.;!?]+?)(?:\\s+now)?(?=[,.;!?]|$)", text)\n'
-        '    return items + ([{"key": "residence", "topic": "residence", "value": m.group(1)}] if m else [])',
-        "is not the user saying where they live"),
-    "built-in rules dropped": (
-        'def my_extractor(text):\n'
-        '    m = re.search(r"\\bI live in ([^,.;!?]+?)(?:\\s+now)?(?=[,.;!?]|$)", text)\n'
-        '    ok = m and not is_question(text)\n'
-        '    return [{"key": "residence", "topic": "residence", "value": m.group(1)}] if ok else []',
-        "built-in facts went missing"),
+# ---------------------------------------------------------------- 12.1 shares for a tighter budget
+
+SHARES_WRONG = {
+    "the stub: the defaults": (nb12.exercise_1.stub, "Give that layer a larger share"),
+    "the profile starved": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.1)", "larger share"),
+    "the summary favoured": ("my_shares = Shares(profile=0.1, summary=0.6, recall=0.1)", "larger share"),
+    "a number": ("my_shares = 0.6", "must be a Shares"),
+    "a dict": ("my_shares = {'profile': 0.6, 'summary': 0.0, 'recall': 0.2}", "must be a Shares"),
+    "everything to the profile": ("my_shares = Shares(profile=1.0, summary=0, recall=0)",
+                                  "it was sent in 0"),
+    "nearly everything to the profile": ("my_shares = Shares(profile=0.9, summary=0.0, recall=0.1)",
+                                         "leave the window (nearly) nothing"),
+    "summary and recall fill the room": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.5)",
+                                         "leave the window (nearly) nothing"),
+}
+SHARES_RIGHT = {
+    "the solution": nb12.exercise_1.solution_code,
+    "a little of everything": "my_shares = Shares(profile=0.4, summary=0.05, recall=0.15)",
+    "the profile alone": "my_shares = Shares(profile=0.7, summary=0.0, recall=0.0)",
 }
 
 
-@pytest.mark.parametrize("mistake", sorted(NEW_FACT_MISTAKES))
+@pytest.mark.parametrize("mistake", sorted(SHARES_WRONG))
+def test_wrong_shares_get_their_hint(mistake):
+    _check(nb12.exercise_1, *SHARES_WRONG[mistake])
+
+
+@pytest.mark.parametrize("answer", sorted(SHARES_RIGHT))
+def test_right_shares_pass(answer):
+    _check(nb12.exercise_1, SHARES_RIGHT[answer])
+
+
+# ---------------------------------------------------------------- 12.2 a new kind of user fact
+
+def _extractor(pattern: str, *, key: str = '"residence"', skip_questions: bool = True, rules: bool = True) -> str:
+    skip = "        if is_question(sentence):\n            continue\n" if skip_questions else ""
+    start = "extract_with_rules(text)" if rules else "[]"
+    return ('def my_extractor(text):\n'
+            f'    items = {start}\n'
+            '    for sentence in re.split(r"(?<=[.!?])\\s+", text):\n'
+            f'{skip}'
+            f'        m = re.search(r"{pattern}", sentence)\n'
+            '        if m:\n'
+            f'            items.append({{"key": {key}, "topic": "residence", "value": m.group(1)}})\n'
+            '    return items')
+
+
+PLACE = r"([^,.;!?]+?)(?:\s+now)?\s*(?=[,.;!?]|$)"
+NEW_FACT_WRONG = {
+    "the stub": (nb12.exercise_2.stub, "the new fact's value should be"),
+    "the whole clause as the value": (_extractor(r"\bI live in (.+)"), "leave out the words around the place"),
+    "a trailing 'now' kept": (_extractor(r"\bI live in ([^,.;!?]+)"), "leave out the words around the place"),
+    "questions extracted": (_extractor(r"\bI live in " + PLACE, skip_questions=False),
+                            "is not the user saying where they live"),
+    "negation ignored": (_extractor(r"live in " + PLACE), "says where the user does NOT live"),
+    "built-in rules dropped": (_extractor(r"\bI live in " + PLACE, rules=False), "built-in facts went missing"),
+    "a key per place": (_extractor(r"\bI live in " + PLACE, key='"home " + m.group(1).split()[-1].lower()'),
+                        "Use one key"),
+    "the key 'name'": (_extractor(r"\bI live in " + PLACE, key='"name"'), "Choose a short label"),
+}
+NEW_FACT_RIGHT = {
+    "the solution": nb12.exercise_2.solution_code,
+    "capitalised words after 'I live in'": '''PLACE = re.compile(r"\\bI live in (?P<place>[A-Z][\\w'-]*(?: [A-Z][\\w'-]*)*)")
+
+def my_extractor(user_text):
+    found = extract_with_rules(user_text)
+    for sentence in re.split(r"(?<=[.!?])\\s+", user_text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for m in PLACE.finditer(sentence):
+            found.append({"key": "home", "topic": "home", "value": m.group("place")})
+    return found''',
+    "string methods": '''def my_extractor(user_text):
+    items = extract_with_rules(user_text)
+    for sentence in re.split(r"(?<=[.!?])\\s+", user_text):
+        if is_question(sentence) or "I live in " not in sentence:
+            continue
+        place = sentence.split("I live in ", 1)[1]
+        for stop in ",.;!?":
+            place = place.split(stop)[0]
+        place = place.strip()
+        if place.endswith(" now"):
+            place = place[:-len(" now")]
+        items.append({"key": "dorm", "topic": "dorm", "value": place})
+    return items''',
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(NEW_FACT_WRONG))
 def test_a_new_fact_extractor_with_a_mistake_gets_its_hint(mistake):
-    code, hint = NEW_FACT_MISTAKES[mistake]
-    passed, said = run(nb12.exercise_2, code)
-    assert not passed and hint in said, said
+    _check(nb12.exercise_2, *NEW_FACT_WRONG[mistake])
 
 
-def test_a_check_that_ignores_the_superseded_mark_is_caught():
-    code = ('def unmarked_old_values(messages, old_values):\n'
-            '    lines = [l for m in messages for l in str(m.get("content") or "").splitlines()]\n'
-            '    return [l for l in lines if any(o.lower() in l.lower() for o in old_values)]')
-    passed, said = run(nb12.exercise_3, code)
-    assert not passed and "says 'superseded'" in said, said
+@pytest.mark.parametrize("answer", sorted(NEW_FACT_RIGHT))
+def test_a_right_new_fact_extractor_passes(answer):
+    _check(nb12.exercise_2, NEW_FACT_RIGHT[answer])
 
 
-def test_a_check_that_misses_tool_call_arguments_is_caught():
-    code = ('def unmarked_old_values(messages, old_values):\n'
-            '    lines = [l for m in messages for l in str(m.get("content") or "").splitlines()]\n'
-            '    return [l for l in lines if "superseded" not in l.lower()\n'
-            '            and any(o.lower() in l.lower() for o in old_values)]')
-    passed, said = run(nb12.exercise_3, code)
-    assert not passed and "arguments" in said, said
+def test_the_generated_sentences_hold_statements_questions_and_negations():
+    for seed in range(3):
+        stated, others, negated = nb12.new_fact_cases(seed)
+        assert len({place for _, place in stated}) == len(stated)
+        assert any(text.endswith("?") for text in others) and all("live in" in t for t in negated)
+
+
+# ---------------------------------------------------------------- 12.3 no old value unmarked
+
+def _lines_check(condition: str, lines: str = 'str(m.get("content") or "").splitlines() + '
+                                              '[c["function"]["arguments"] for c in m.get("tool_calls") or []]') -> str:
+    return ('def unmarked_old_values(messages, old_values):\n'
+            '    found = []\n'
+            '    for m in messages:\n'
+            f'        for line in {lines}:\n'
+            f'            if {condition}:\n'
+            '                found.append(line)\n'
+            '    return found')
+
+
+UNMARKED_WRONG = {
+    "the stub": (nb12.exercise_3.stub, "you reported nothing"),
+    "the superseded mark ignored": (_lines_check("any(o.lower() in line.lower() for o in old_values)"),
+                                    "says 'superseded'"),
+    "tool-call arguments not read": (_lines_check(
+        "'superseded' not in line.lower() and any(o.lower() in line.lower() for o in old_values)",
+        lines='str(m.get("content") or "").splitlines()'), "arguments"),
+    "case compared": (_lines_check("'superseded' not in line and any(o in line for o in old_values)"),
+                      "compare without case"),
+    "only the first old value": (_lines_check(
+        "'superseded' not in line.lower() and old_values[0].lower() in line.lower()"),
+        "Check every old value, not only the first"),
+    "a content of None not handled": (_lines_check(
+        "'superseded' not in line.lower() and any(o.lower() in line.lower() for o in old_values)",
+        lines='m["content"].splitlines()'), "content is None"),
+    "whole messages, not lines": ('''def unmarked_old_values(messages, old_values):
+    found = []
+    for m in messages:
+        text = str(m.get("content") or "") + " ".join(c["function"]["arguments"] for c in m.get("tool_calls") or [])
+        if "superseded" not in text.lower() and any(o.lower() in text.lower() for o in old_values):
+            found.append(text)
+    return found''', "Judge each line on its own"),
+}
+UNMARKED_RIGHT = {
+    "the solution": nb12.exercise_3.solution_code,
+    "casefold and split": '''def unmarked_old_values(messages, old_values):
+    olds = [o.casefold() for o in old_values]
+    out = []
+    for m in messages:
+        texts = [m.get("content") or ""] + [call["function"]["arguments"] for call in (m.get("tool_calls") or [])]
+        for text in texts:
+            for line in text.split("\\n"):
+                folded = line.casefold()
+                if any(o in folded for o in olds) and "superseded" not in folded:
+                    out.append(line)
+    return out''',
+    "a regular expression": '''import re
+
+def unmarked_old_values(messages, old_values):
+    pattern = re.compile("|".join(re.escape(v) for v in old_values), re.IGNORECASE)
+    lines = []
+    for m in messages:
+        lines += (m.get("content") or "").splitlines()
+        lines += [c["function"]["arguments"] for c in m.get("tool_calls", None) or ()]
+    return [l for l in lines if pattern.search(l) and not re.search("superseded", l, re.IGNORECASE)]''',
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(UNMARKED_WRONG))
+def test_a_wrong_old_value_check_gets_its_hint(mistake):
+    _check(nb12.exercise_3, *UNMARKED_WRONG[mistake])
+
+
+@pytest.mark.parametrize("answer", sorted(UNMARKED_RIGHT))
+def test_a_right_old_value_check_passes(answer):
+    _check(nb12.exercise_3, UNMARKED_RIGHT[answer])
+
+
+def test_every_generated_request_hides_an_unmarked_old_value_that_is_not_the_first():
+    for seed in range(6):
+        messages, old, expected = nb12.old_value_cases(seed)
+        assert expected and len(old) >= 2
+        assert any(old[0].lower() not in line.lower() for line in expected)
+
+
+# ---------------------------------------------------------------- 12.4 the grounding step of ask
+
+CHECKED = "def checked(assistant, answer, newest):\n"
+JUDGED = ("not check_grounding(answer, passages, client=assistant.client, settings=assistant.settings)"
+          ".supported")
+GROUNDING_WRONG = {
+    "the stub: every answer shown": (nb12.exercise_4.stub, "let it through"),
+    "FALLBACK without an undo": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
+    if assistant.session.turn_ids[-1:] != newest and passages and {JUDGED}:
+        return FALLBACK
+    return answer''', "the unsupported turn is still stored"),
+    "an undo, then the answer anyway": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
+    if assistant.session.turn_ids[-1:] != newest and passages and {JUDGED}:
+        assistant.undo()
+    return answer''', "still returned its answer"),
+    "no check that a turn was kept": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
+    if passages and {JUDGED}:
+        assistant.undo()
+        return FALLBACK
+    return answer''', "no turn was kept"),
+    "every turn judged, tools or not": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
+        return answer
+    passages = evidence_from_turn(assistant.session.messages)
+    if {JUDGED}:
+        assistant.undo()
+        return FALLBACK
+    return answer''', "it used no tool"),
+    "a reset instead of an undo": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
+        return answer
+    passages = evidence_from_turn(assistant.session.messages)
+    if passages and {JUDGED}:
+        assistant.reset()
+        return FALLBACK
+    return answer''', "Undo only the newest turn"),
+    "an undo that is not saved": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
+        return answer
+    passages = evidence_from_turn(assistant.session.messages)
+    if passages and {JUDGED}:
+        assistant.session.session.undo()
+        return FALLBACK
+    return answer''', "the store still holds it"),
+}
+GROUNDING_RIGHT = {
+    "the solution": nb12.exercise_4.solution_code,
+    "early returns": CHECKED + '''    if not assistant.session.turn_ids or assistant.session.turn_ids[-1:] == newest:
+        return answer
+    evidence = evidence_from_turn(assistant.session.messages)
+    if not evidence:
+        return answer
+    verdict = check_grounding(answer, evidence, client=assistant.client, settings=assistant.settings)
+    if verdict.supported:
+        return answer
+    assistant.undo()
+    return FALLBACK''',
+    "counting turns": CHECKED + '''    kept_a_turn = assistant.session.turn_ids[-1:] != newest
+    tool_results = evidence_from_turn(assistant.session.messages) if kept_a_turn else ""
+    if tool_results:
+        judged = check_grounding(answer, tool_results, client=assistant.client, settings=assistant.settings)
+        if not judged.supported:
+            assistant.session.undo()
+            answer = FALLBACK
+    return answer''',
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(GROUNDING_WRONG))
+def test_a_wrong_grounding_step_gets_its_hint(mistake):
+    _check(nb12.exercise_4, *GROUNDING_WRONG[mistake])
+
+
+@pytest.mark.parametrize("answer", sorted(GROUNDING_RIGHT))
+def test_a_right_grounding_step_passes(answer):
+    _check(nb12.exercise_4, GROUNDING_RIGHT[answer])
+
+
+def test_every_generated_conversation_holds_the_traps():
+    for seed in range(3):
+        kinds = [kind for kind, _ in nb12.grounding_schedule(seed)]
+        assert kinds[:2] == ["campus", "silent"] and {"personal", "embellished"} <= set(kinds)
+
+
+def test_the_assistants_own_step_passes_the_check():
+    from exercise_support import quiet_check
+
+    from helpers.assistant import Assistant
+
+    passed, said = quiet_check(nb12.exercise_4, lambda assistant, answer, newest:
+                               Assistant._checked(assistant, answer, newest))
+    assert passed, said

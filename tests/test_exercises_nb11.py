@@ -1,64 +1,154 @@
-"""Notebook 11's exercise checks: a branch is cut by turn id (not by position), a retry stores each question
-once and gives up after its tries, and neither check depends on the day it runs."""
+"""Notebook 11's exercise checks: a branch is cut by turn id (not by position); a retry stores each question
+once, gives up after its tries with the last error and retries nothing but the endpoint failing; a failed save
+puts memory back as the file holds it. Each check refuses plausible wrong answers with the hint a learner
+needs, accepts independently written right ones, and does not depend on the day it runs."""
 import pytest
-from exercise_support import defined, quiet_check
+from exercise_support import defined, quiet_check, run
 
-from helpers.client import EndpointError
-from helpers.exercises.nb11 import exercise_1, exercise_2, offline_client
+from helpers.exercises.nb11 import exercise_1, exercise_2, exercise_3, offline_client, save_schedule
 
 
 @pytest.mark.parametrize("now", ["2026-11-30T10:00:00-08:00", "2026-12-02T10:00:00-08:00",
                                  "2026-12-03T19:30:00-08:00", "2027-03-06T08:00:00+01:00"])
 def test_checks_give_the_same_verdicts_on_any_day(monkeypatch, now):
     monkeypatch.setenv("WORKSHOP_NOW", now)
-    for exercise in (exercise_1, exercise_2):
+    for exercise in (exercise_1, exercise_2, exercise_3):
         assert quiet_check(exercise, *defined(exercise, exercise.solution_code))[0]
         assert not quiet_check(exercise, *defined(exercise, exercise.stub))[0]
 
 
-def test_a_branch_cut_by_position_fails_after_an_undo():
-    def by_position(session, question, new_session_id):
-        position = [t.question for t in session.turns].index(question)
-        return session.fork(position, new_session_id)
-
-    passed, said = quiet_check(exercise_1, by_position)
-    assert not passed and "never reused" in said
+def _function(name: str, body: str) -> str:
+    return f"def {name}:\n" + body
 
 
-def test_a_fork_helper_that_changes_the_original_fails():
-    def undo_then_fork(session, question, new_session_id):
-        asked = next(t for t in session.turns if t.question == question)
-        session.undo()
-        return session.fork(asked.turn_id, new_session_id)
+# ---------------------------------------------------------------- 11.1 branch before a question
 
-    passed, said = quiet_check(exercise_1, undo_then_fork)
-    assert not passed and "original session changed" in said
+FORK = "fork_before(session, question, new_session_id)"
+FORK_WRONG = {
+    "the stub: always at turn 1": (exercise_1.stub, "keeps the turns whose id is below at_turn"),
+    "by position in the list": (_function(FORK, '''
+    position = [t.question for t in session.turns].index(question)
+    return session.fork(position, new_session_id)'''), "never reused"),
+    "one turn too many": (_function(FORK, '''
+    asked = next(t for t in session.turns if t.question == question)
+    return session.fork(asked.turn_id + 1, new_session_id)'''), "but it should keep ['When does the AI club meet?']"),
+    "under the session's own id": (_function(FORK, '''
+    asked = next(t for t in session.turns if t.question == question)
+    return session.fork(asked.turn_id, session.session_id)'''), "Store the branch under new_session_id"),
+    "the branch not returned": (_function(FORK, '''
+    asked = next(t for t in session.turns if t.question == question)
+    session.fork(asked.turn_id, new_session_id)'''), "return what session.fork(...) returns"),
+    "undo, then fork": (_function(FORK, '''
+    asked = next(t for t in session.turns if t.question == question)
+    session.undo()
+    return session.fork(asked.turn_id, new_session_id)'''), "original session changed"),
+}
+FORK_RIGHT = {
+    "the solution": exercise_1.solution_code,
+    "a loop": _function(FORK, '''
+    for turn in session.turns:
+        if turn.question == question:
+            return session.fork(turn.turn_id, new_session_id)
+    raise ValueError(f"no turn asked {question!r}")'''),
+    "a dict of ids": _function(FORK, '''
+    ids = {turn.question: turn.turn_id for turn in reversed(session.turns)}
+    return session.fork(ids[question], new_session_id)'''),
+}
 
 
-def test_a_retry_that_swallows_the_last_failure_fails():
-    def swallow(session, text, tries=3):
-        for _ in range(tries):
-            try:
-                return session.chat(text)
-            except EndpointError:
-                pass
-        return None
-
-    passed, said = quiet_check(exercise_2, swallow)
-    assert not passed and "must raise" in said
+@pytest.mark.parametrize("mistake", sorted(FORK_WRONG))
+def test_a_wrong_fork_gets_its_hint(mistake):
+    code, hint = FORK_WRONG[mistake]
+    passed, said = run(exercise_1, code)
+    assert not passed and said.startswith("✗") and hint in said, said
 
 
-def test_a_retry_that_makes_one_attempt_too_many_fails():
-    def one_more(session, text, tries=3):
-        for attempt in range(tries + 1):
-            try:
-                return session.chat(text)
-            except EndpointError:
-                if attempt == tries:
-                    raise
+@pytest.mark.parametrize("answer", sorted(FORK_RIGHT))
+def test_a_right_fork_passes(answer):
+    passed, said = run(exercise_1, FORK_RIGHT[answer])
+    assert passed, said
 
-    passed, said = quiet_check(exercise_2, one_more)
-    assert not passed and "exactly `tries` attempts" in said
+
+# ---------------------------------------------------------------- 11.2 retry without duplicates
+
+RETRY = "ask_with_retry(session, text, tries=3)"
+RETRY_WRONG = {
+    "the stub: no retry": (exercise_2.stub, "let the EndpointError through"),
+    "the last failure swallowed": (_function(RETRY, '''
+    for _ in range(tries):
+        try:
+            return session.chat(text)
+        except EndpointError:
+            pass
+    return None'''), "must raise the last EndpointError"),
+    "one attempt too many": (_function(RETRY, '''
+    for attempt in range(tries + 1):
+        try:
+            return session.chat(text)
+        except EndpointError:
+            if attempt == tries:
+                raise'''), "make exactly `tries` attempts"),
+    "every exception retried": (_function(RETRY, '''
+    for attempt in range(1, tries + 1):
+        try:
+            return session.chat(text)
+        except Exception:
+            if attempt == tries:
+                raise'''), "catch EndpointError, not Exception"),
+    "the first error raised": (_function(RETRY, '''
+    first = None
+    for _ in range(tries):
+        try:
+            return session.chat(text)
+        except EndpointError as error:
+            first = first or error
+    raise first'''), "raised the error of attempt 1"),
+    "no limit": (_function(RETRY, '''
+    while True:
+        try:
+            return session.chat(text)
+        except EndpointError:
+            continue'''), "kept asking"),
+    "an undo before asking again": (_function(RETRY, '''
+    for attempt in range(1, tries + 1):
+        try:
+            return session.chat(text)
+        except EndpointError:
+            session.undo()
+            if attempt == tries:
+                raise'''), "each question should be stored exactly once"),
+}
+RETRY_RIGHT = {
+    "the solution": exercise_2.solution_code,
+    "the last error kept": _function(RETRY, '''
+    last_error = None
+    for _ in range(tries):
+        try:
+            return session.chat(text)
+        except EndpointError as error:
+            last_error = error
+    raise last_error'''),
+    "recursion": _function(RETRY, '''
+    try:
+        return session.chat(text)
+    except EndpointError:
+        if tries <= 1:
+            raise
+        return ask_with_retry(session, text, tries - 1)'''),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(RETRY_WRONG))
+def test_a_wrong_retry_gets_its_hint(mistake):
+    code, hint = RETRY_WRONG[mistake]
+    passed, said = run(exercise_2, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("answer", sorted(RETRY_RIGHT))
+def test_a_right_retry_passes(answer):
+    passed, said = run(exercise_2, RETRY_RIGHT[answer])
+    assert passed, said
 
 
 def test_the_flaky_client_fails_exactly_the_requests_asked_for():
@@ -68,3 +158,111 @@ def test_the_flaky_client_fails_exactly_the_requests_asked_for():
         client.models.list()
     client.models.list()
     assert client.requests_seen["n"] == 3
+
+
+# ---------------------------------------------------------------- 11.3 a failed save puts memory back
+
+SAVE = "chat_and_save(db, user_id, session_id, session, text)"
+SAVE_WRONG = {
+    "the stub: memory keeps the turn": (exercise_3.stub, "memory still holds that turn"),
+    "undo instead of the snapshot": (_function(SAVE, '''
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session.undo()
+        raise
+    return answer'''), "undo() only removes the newest turn"),
+    "the error swallowed": (_function(SAVE, '''
+    before = session.snapshot()
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session.load_snapshot(before)
+        return None
+    return answer'''), "raise the save's error"),
+    "the snapshot taken after the question": (_function(SAVE, '''
+    answer = session.chat(text)
+    before = session.snapshot()
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session.load_snapshot(before)
+        raise
+    return answer'''), "take `before = session.snapshot()` before session.chat"),
+    "a new session bound to the name": (_function(SAVE, '''
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session = load_session(db, user_id, session_id)
+        raise
+    return answer'''), "does not change the caller's session"),
+    "reset on failure": (_function(SAVE, '''
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session.reset()
+        raise
+    return answer'''), "not an empty session"),
+    "saved before the question": (_function(SAVE, '''
+    before = session.snapshot()
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error:
+        session.load_snapshot(before)
+        raise
+    return session.chat(text)'''), "call save_session only after session.chat returned"),
+    "every error turned into an apology": (_function(SAVE, '''
+    before = session.snapshot()
+    try:
+        answer = session.chat(text)
+        save_session(db, user_id, session_id, session)
+    except Exception:
+        session.load_snapshot(before)
+        return "Sorry, something went wrong."
+    return answer'''), "so the caller knows the turn was not saved"),
+}
+SAVE_RIGHT = {
+    "the solution": exercise_3.solution_code,
+    "a snapshot mark": _function(SAVE, '''
+    mark = session.mark()
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+    except sqlite3.Error as error:
+        session.restore_mark(mark)
+        raise error
+    return answer'''),
+    "a JSON copy": _function(SAVE, '''
+    saved_state = json.dumps(session.snapshot())
+    answer = session.chat(text)
+    try:
+        save_session(db, user_id, session_id, session)
+        return answer
+    except sqlite3.DatabaseError:
+        session.load_snapshot(json.loads(saved_state))
+        raise'''),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(SAVE_WRONG))
+def test_a_wrong_save_step_gets_its_hint(mistake):
+    code, hint = SAVE_WRONG[mistake]
+    passed, said = run(exercise_3, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("answer", sorted(SAVE_RIGHT))
+def test_a_right_save_step_passes(answer):
+    passed, said = run(exercise_3, SAVE_RIGHT[answer])
+    assert passed, said
+
+
+def test_every_generated_conversation_fails_a_save_once_the_window_is_full():
+    for seed in (0, 1, 2):
+        schedule = save_schedule(seed)
+        assert any(outcome == "save fails" for _, outcome in schedule[3:]), schedule
+    assert save_schedule(0)[0][1] == "save fails"   # and one fails before anything is stored

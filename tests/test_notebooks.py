@@ -54,3 +54,37 @@ def test_rhythm(notebook):
     assert re.search(r"prove it", text, re.I)
     assert re.search(r"exercise", text, re.I) and re.search(r"self-check", text, re.I)
     assert re.search(r"what you built", text, re.I)
+
+
+def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_path, monkeypatch):
+    """Notebook 11's "Kernel → Restart, then run the cell after next": the database is in a fixed folder that
+    survives the restart, and the cell after the restart loads the stored turn and answers the follow-up."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from nbclient.util import run_sync
+
+    path = next(p for p in NOTEBOOKS if p.name.startswith("11_"))
+    nb = nbformat.read(path, as_version=4)
+    restart_at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "%reset -f" in c.source)
+    resume = next(i for i, c in enumerate(nb.cells)
+                  if c.cell_type == "code" and "load_session(db, \"ada\", \"planning\")" in c.source
+                  and "import" in c.source)
+    assert resume == restart_at + 3, "the prose says: restart, then run the cell after next"
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's fixed folder, away from other runs
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    with client.setup_kernel():
+        for index in range(restart_at):
+            client.execute_cell(nb.cells[index], index)
+        run_sync(client.km.restart_kernel)(now=True)
+        run_sync(client.kc.wait_for_ready)(timeout=60)
+        cell = client.execute_cell(nb.cells[resume], resume)
+        nb.cells.append(nbformat.v4.new_code_cell("print('basic_path' in globals())"))
+        probe = client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    assert "loaded a ChatSession with turns [(0, 'When does the AI club meet?')]" in text, text
+    assert "Thursday" in text, text  # "that" is the AI club, from the stored turn
+    assert (tmp_path / "larkspur-workshop-11" / "basic.db").exists()
+    assert probe.outputs[0]["text"].strip() == "False"  # a new kernel: nothing of the setup cell is left

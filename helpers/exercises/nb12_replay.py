@@ -3,13 +3,15 @@
 ``recorded_questions`` runs one generated conversation through the real session once and keeps, for
 each question about the user, what its first request was built from; ``replay_shares`` assembles
 those requests again under a budget and shares of the learner's choosing and counts what evidence
-made it in. Everything runs on the offline stand-in, whatever backend the notebook uses.
+made it in, and how often the window still carried the newest turn where that turn would fit on its own.
+Everything runs on the offline stand-in, whatever backend the notebook uses.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
+from helpers import tokens
 from helpers.client import make_client
 from helpers.config import load_settings
 from helpers.memory.assembler import MemoryAssembler, assemble_context
@@ -45,6 +47,8 @@ class Replayed:
     stale: int  # questions whose context names an old value on a line that does not say "superseded"
     mean_tokens: float
     missed: list[str]
+    fits: int = 0  # requests whose newest earlier turn would fit in the room (budget minus fixed parts) alone
+    sent: int = 0  # ... of which the window really carried it
 
 
 @lru_cache(maxsize=1)
@@ -64,9 +68,12 @@ def recorded_questions(seed: int = EXERCISE_SEED, turns: int = 48, facts: int = 
     return tuple(found)
 
 
+BLOCKS = ("profile", "summary", "recall", "window")  # what shares the room; the other parts are always sent
+
+
 def replay_shares(shares: Shares, budget: int) -> Replayed:
     """Assemble each recorded question's request again under ``budget`` and ``shares``; count evidence."""
-    hits, stale, used, missed = 0, 0, [], []
+    hits, stale, used, missed, fits, sent = 0, 0, [], [], 0, 0
     recorded = recorded_questions()
     for probe, inputs in recorded:
         assembly = assemble_context(
@@ -81,4 +88,9 @@ def replay_shares(shares: Shares, budget: int) -> Replayed:
         used.append(assembly.report.total)
         if not found:
             missed.append(f"{probe.question!r} (turn {probe.turn})")
-    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed)
+        room = budget - sum(part.tokens for part in assembly.report.parts if part.kind not in BLOCKS)
+        newest = inputs["window"][-1][1] if inputs["window"] else None
+        if newest is not None and sum(map(tokens.count_message, newest)) <= room:
+            fits += 1
+            sent += bool(assembly.report.part("window").included)  # the window keeps the newest turns first
+    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed, fits, sent)

@@ -46,7 +46,9 @@ class PersistentSession:
     and the fact write leaves the turn saved and its facts unwritten. They are not lost - the
     saved snapshot carries the turn's statements, and the next ``open``/``reload`` of the session
     (or this copy's next saved change) writes them - but until then the fact store lags the turn.
-    It never holds a fact from a turn that was not saved.
+    It never holds a fact from a turn that was not saved. Opening and reloading write only such
+    statements, ones the fact store has not recorded: a restart after a clean save writes nothing,
+    so the audit holds decisions, never replays.
     """
 
     def __init__(self, store: SessionStore, user_id: str, session_id: str, session: ChatSession | None = None,
