@@ -5,15 +5,15 @@ parallel calls) and measures, in the same run, repeated over several runs:
 
   langchain_core.messages.trim_messages(list, max_tokens=B, strategy="last",
       start_on="human", include_system=True)                 on the 10,000-turn and the 100-turn list
-  helpers.history.trim_to_budget(list, B)      the pure function notebook 07 builds, same two lists
-  the same again, then reading .kept and .dropped             (numbering turns is O(history))
-  what ChatSession(max_tokens=B) runs per turn, through its own methods: window.turns_to_drop on the
-      window it kept (its turns are already whole, checked and costed, so it reads only what it
-      drops), the copy handed to the agent loop, keeping the new turn (the new turn checked and
-      costed, new lists); then the same plus its save point (references to those lists, no copy).
-      The model call and the ledger's record are left out.
+  helpers.history.trim_to_budget(list, B)      the readable function notebook 07 builds, same two lists:
+      it walks back from the newest message and hands the turns to keep_newest
+  what ChatSession(max_tokens=B) runs per turn, through its own methods: Window.trimmed (keep_newest
+      over the costs of the turns it kept, which it already knows, so it reads no message), the
+      copy handed to the agent loop, keeping the new turn (the new turn checked and costed, new
+      lists); then the same plus its save point (references to those lists, no copy). The model
+      call and the ledger's record are left out.
   a window loop that instead re-trims its whole window with history.trim_to_budget every turn,
-      to show what turns_to_drop saves
+      to show what knowing the costs saves
 
 Every row uses the same budget and the same counts (approx_tokens, precomputed and
 looked up, no per-request overhead). Times are CPU time (time.process_time), steadier
@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.history import trim_to_budget  # noqa: E402
+from helpers.history import starts_turn, system_end, trim_to_budget  # noqa: E402
 from helpers.ledger import UsageLedger  # noqa: E402
 from helpers.session import ChatSession  # noqa: E402
 from helpers.tokens import approx_tokens  # noqa: E402
@@ -107,16 +107,18 @@ def session_per_turn(turns: list[list[dict]], budget: int, count, save_point: bo
     return elapsed / len(turns) * 1e6
 
 
-def window_per_turn(trim, turns: list[list[dict]], budget: int, count) -> float:
-    """A session that keeps only its window and trims it with a pure function every turn."""
-    window, ids, dropped = [SYSTEM], [], 0
+def window_per_turn(turns: list[list[dict]], budget: int, count) -> float:
+    """A session that keeps only its window and re-trims all of it with trim_to_budget every turn."""
+    window, dropped = [SYSTEM], 0
     start = time.process_time()
-    for t, turn in enumerate(turns):
-        trimmed = trim(window + turn, budget, count=count, turn_ids=ids + [t], overhead=0)
-        window, ids = trimmed.messages, trimmed.kept
-        dropped += len(trimmed.dropped)
+    for turn in turns:
+        sent = window + turn
+        trimmed = trim_to_budget(sent, budget, count=count, overhead=0)
+        dropped += sum(map(starts_turn, sent[system_end(sent):trimmed.cut]))  # the turns it dropped
+        window = trimmed.messages
     elapsed = time.process_time() - start
-    assert not find_problems(window) and ids[-1] == len(turns) - 1 and dropped + len(ids) == len(turns)
+    kept = sum(m["role"] == "user" for m in window)
+    assert not find_problems(window) and window[-1] is turns[-1][-1] and dropped + kept == len(turns)
     return elapsed / len(turns) * 1e6
 
 
@@ -157,18 +159,12 @@ def main() -> None:
     def ours(trim, messages):
         return lambda: trim(messages, args.budget, count=lookup, overhead=0)
 
-    def read_ids(messages):
-        def run():
-            result = trim_to_budget(messages, args.budget, count=lookup, overhead=0)
-            return result.kept, result.dropped
-        return run
-
     kept = {}
     for messages, lc_messages in ((long, lc_long), (short, lc_short)):  # warm every path up, check the answers
         readable = trim_to_budget(messages, args.budget, count=lookup, overhead=0)
         assert not find_problems(readable.messages) and not find_problems(convert_to_openai_messages(
             lc_trim(lc_messages)))
-        kept[len(messages)] = len(readable.kept)
+        kept[len(messages)] = sum(m["role"] == "user" for m in readable.messages)
     n_messages, n_kept = len(long), kept[len(long)]
     print(f"history: {args.turns:,} turns, {n_messages:,} messages, {sum(len(t) - 2 for t in turns):,} "
           f"tool-call messages; budget B = {args.budget:,} tokens keeps the newest {n_kept} turns; "
@@ -188,10 +184,9 @@ def main() -> None:
         (f"langchain trim_messages, {short_label}", lambda: per_call(lambda: lc_trim(lc_short), 20)),
         (readable_long, lambda: per_call(ours(trim_to_budget, long), 50)),
         (readable_short, lambda: per_call(ours(trim_to_budget, short), 50)),
-        (f"trim_to_budget + read .kept and .dropped, {long_label}", lambda: per_call(read_ids(long), 1)),
         (session_row, lambda: session_per_turn(turns[:SESSION_TURNS], args.budget, lookup, save_point=False)),
         (save_row, lambda: session_per_turn(turns[:SESSION_TURNS], args.budget, lookup, save_point=True)),
-        (window_row, lambda: window_per_turn(trim_to_budget, turns[:SESSION_TURNS], args.budget, lookup)),
+        (window_row, lambda: window_per_turn(turns[:SESSION_TURNS], args.budget, lookup)),
     ]
     for run in range(args.runs):
         for name, measure in paths:
@@ -219,7 +214,7 @@ def main() -> None:
          lambda r: r <= 2),
         ("ChatSession per turn vs langchain, >= 1,000x", ratio(lc_long_row, session_row), lambda r: r >= 1000),
         ("  the same with its save point, >= 1,000x", ratio(lc_long_row, save_row), lambda r: r >= 1000),
-        ("  re-trimming the window / turns_to_drop", ratio(window_row, session_row), lambda r: r >= 2),
+        ("  re-trimming the window / what ChatSession runs", ratio(window_row, session_row), lambda r: r >= 2),
     ]
     for name, values, ok in checks:
         verdict = "met in every run" if all(map(ok, values)) else (

@@ -1,19 +1,25 @@
 """Chat histories as turns, and trimming that forgets only whole turns (notebook 07).
 
-Everything here is pure (plain OpenAI-format message dicts in, new lists out, no
-I/O). A *turn* is one user message plus every assistant/tool message up to the
-next user message; trimming only ever drops whole turns, so a tool call is never
-separated from its result and the list sent to the server stays valid.
+Everything here is pure: plain OpenAI-format message dicts in, new lists out, no I/O. A *turn*
+is one user message plus every assistant/tool message up to the next user message. Trimming
+only ever drops whole turns, so a tool call is never separated from its result and the list sent
+to the server stays valid.
 
-- ``split_turns`` / ``turn_spans`` / ``turns_newest_first``: the turns, or where each starts and ends.
-- ``trim_to_turns`` / ``trim_to_budget``: keep the system part, pinned turns and the
-  newest whole turns that fit. They walk back from the newest message and check only
-  what they keep (``helpers.validity.find_problems``), so a trim costs O(kept turns),
-  however long the history.
-- ``check_limits`` / ``pinned_spans`` / ``trim_result``: the bookkeeping both trimmers share:
-  refuse bad limits, find pinned turns, assemble and check the result.
+The module is the core notebook 07 builds, in its order:
 
-A session trims its own window with ``helpers.window``, which keeps what these keep.
+- ``system_end`` / ``starts_turn`` / ``turns_newest_first`` / ``split_turns``: where the turns are,
+  found walking back from the newest message (taking k turns reads only k turns).
+- ``keep_newest``: the newest whole turns that fit a turn limit and a token budget, stopping at
+  the first that does not. It is the one place this rule is written: ``trim_to_turns`` and
+  ``trim_to_budget`` here, a session's window (``helpers.window``), notebook 07's
+  ``SimpleSession`` (through ``trim_to_turns``) and the context assembler's window
+  (``helpers.memory.assembler.fit_window``) all call it. ``tests/test_history_properties.py``
+  checks it against a brute-force search, and every caller against it, on generated conversations.
+- ``trim_to_turns`` / ``trim_to_budget``: the system part plus the newest whole turns that
+  ``keep_newest`` keeps, checked as a strict server would check them (``helpers.validity``); a
+  trim costs O(kept turns), however long the history.
+
+After it, ``DroppedTurn``: what a session (``helpers.session``) keeps of a turn it dropped.
 
 Costs default to ``helpers.tokens.approx_tokens``, an estimate; ``helpers.ledger.UsageLedger``
 learns the exact ones from the ``usage.prompt_tokens`` the server reports.
@@ -21,61 +27,27 @@ learns the exact ones from the ``usage.prompt_tokens`` the server reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
-from itertools import islice
-from typing import Any, Callable, Collection, Hashable, Iterator, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Sequence, TypeVar
 
 from helpers.errors import WorkshopError
 from helpers.tokens import REPLY_PRIMING, approx_tokens
-from helpers.validity import SYSTEM_ROLES, find_problems, scan, word_problems
+from helpers.validity import find_problems
 
-TokenCounter = Callable[[dict], int]
-
-
-class HistoryError(WorkshopError, ValueError):
-    """A message list or a trimming request that cannot be handled as asked."""
-
-    def __init__(self, message: str, problems: Sequence[str] = ()):
-        super().__init__(message)
-        self.problems = list(problems)
-
-    @classmethod
-    def invalid(cls, problems: Sequence[str]) -> "HistoryError":
-        """The error for a list that find_problems rejects."""
-        shown = "; ".join(problems[:5]) + (f"; ... ({len(problems) - 5} more)" if len(problems) > 5 else "")
-        return cls(f"the message list is invalid, so it was not trimmed: {shown}. Fix these messages "
-                   "(helpers.validity.find_problems lists them all) and try again.", problems)
-
-
-def _role(message: Any) -> Any:
-    return message.get("role") if isinstance(message, dict) else None
-
-
-# ----------------------------------------------------------------------------- turns and validity
+# ----------------------------------------------------------------------------- turns (notebook 07)
 
 
 def system_end(messages: Sequence[dict]) -> int:
     """How many system/developer messages open the list: the system part every trim keeps."""
     first = 0
-    while first < len(messages) and _role(messages[first]) in SYSTEM_ROLES:
+    while first < len(messages) and isinstance(messages[first], dict) and \
+            messages[first].get("role") in ("system", "developer"):
         first += 1
     return first
 
 
-def starts_turn(message: Any) -> bool:
+def starts_turn(message: dict) -> bool:
     """True for a message that starts a turn: a user message."""
-    return type(message) is dict and message.get("role") == "user"
-
-
-def turn_spans(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of every turn after the system part, oldest first (``messages[start:end]``)."""
-    start = system_end(messages)
-    for i in range(start + 1, len(messages)):
-        if starts_turn(messages[i]):
-            yield start, i
-            start = i
-    if start < len(messages):
-        yield start, len(messages)
+    return isinstance(message, dict) and message.get("role") == "user"
 
 
 def turns_newest_first(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
@@ -88,17 +60,119 @@ def turns_newest_first(messages: Sequence[dict]) -> Iterator[tuple[int, int]]:
 
 
 def split_turns(messages: Sequence[dict]) -> tuple[list[dict], list[list[dict]]]:
-    """Split into (leading system/developer messages, turns); each turn starts at a user message.
+    """(the system part, the turns oldest first); each turn starts at a user message.
 
-    Non-system messages before the first user message (say an assistant greeting)
-    form a "preamble" turn of their own at index 0, so they can be trimmed like any
-    other turn. System messages after the first non-system message stay inside
-    the turn they appear in.
+    Messages before the first user message (say an assistant greeting) form a turn of their own.
     """
-    return list(messages[: system_end(messages)]), [list(messages[s:e]) for s, e in turn_spans(messages)]
+    turns = [list(messages[start:end]) for start, end in turns_newest_first(messages)]
+    return list(messages[:system_end(messages)]), turns[::-1]
 
 
-# ----------------------------------------------------------------------------- pure trimming
+# ----------------------------------------------------------------------------- the newest that fit (notebook 07)
+
+T = TypeVar("T")
+
+
+def keep_newest(turns: Iterable[T], cost: Callable[[T], int], *, room: int | None = None,
+                max_turns: int | None = None, keep_one: bool = True) -> tuple[list[T], int]:
+    """The newest turns that fit, newest first, and what they cost together.
+
+    ``turns`` come newest first. Each is kept while no more than ``max_turns`` are kept and the
+    total ``cost`` stays within ``room``; the first that does not fit ends it, so no gap is left
+    and no older turn is read. With ``keep_one`` the newest turn is kept whatever the limits.
+    """
+    kept, total = [], 0
+    for turn in turns:
+        forced = keep_one and not kept  # the newest turn, when it stays whatever the limits
+        if not forced and max_turns is not None and len(kept) >= max_turns:
+            break
+        tokens = cost(turn)
+        if not forced and room is not None and total + tokens > room:
+            break  # the first turn that does not fit ends it: never skip it to keep an older one
+        kept.append(turn)
+        total += tokens
+    return kept, total
+
+
+# ----------------------------------------------------------------------------- trimming (notebook 07)
+
+TokenCounter = Callable[[dict], int]  # what one message costs, in tokens
+
+
+class HistoryError(WorkshopError, ValueError):
+    """A message list or a trimming request that cannot be handled as asked; ``problems`` says what."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = list(problems)
+
+    @classmethod
+    def invalid(cls, problems: Sequence[str], what: str = "the message list") -> "HistoryError":
+        """The error for a list that find_problems rejects."""
+        shown = "; ".join(problems[:5]) + (f"; ... ({len(problems) - 5} more)" if len(problems) > 5 else "")
+        return cls(f"{what} is invalid: {shown}. Fix these messages (helpers.validity.find_problems lists "
+                   "them all) and try again.", problems)
+
+
+@dataclass
+class TrimResult:
+    """What a trim kept: the ``messages`` to send and what sending them costs (``tokens``).
+
+    ``cut`` is where the kept turns start in the list that was trimmed: the turns between its
+    system part and ``cut`` were dropped. ``over_budget`` is True when the system part and the
+    newest turn alone are over the budget (they are kept all the same).
+    """
+
+    messages: list[dict]
+    tokens: int
+    cut: int
+    over_budget: bool = False
+
+
+def trim_to_turns(messages: Sequence[dict], max_turns: int, *, count: TokenCounter = approx_tokens,
+                  overhead: int = REPLY_PRIMING) -> TrimResult:
+    """Keep the system part and the newest ``max_turns`` whole turns (at least 1: the newest always stays)."""
+    if not isinstance(max_turns, int) or max_turns < 1:
+        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is "
+                           "always kept")
+    return keep_whole_turns(messages, count, overhead, max_turns=max_turns)
+
+
+def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCounter = approx_tokens,
+                   overhead: int = REPLY_PRIMING) -> TrimResult:
+    """Keep the system part and the newest whole turns whose total fits ``max_tokens``.
+
+    The total is ``overhead`` (a fixed cost of every request) plus ``count`` of every kept message.
+    The newest turn is kept whatever it costs; if it does not fit, ``over_budget`` is True.
+    """
+    if not isinstance(max_tokens, int) or max_tokens < 0:
+        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
+    return keep_whole_turns(messages, count, overhead, max_tokens=max_tokens)
+
+
+def keep_whole_turns(messages: Sequence[dict], count: TokenCounter, overhead: int, *,
+                     max_turns: int | None = None, max_tokens: int | None = None) -> TrimResult:
+    """The system part and the newest whole turns within both limits, checked as a strict server would."""
+    if not isinstance(messages, (list, tuple)):
+        raise HistoryError.invalid(find_problems(messages))
+    first = system_end(messages)
+    fixed = overhead + sum(map(count, messages[:first]))  # sent with every request, whatever is kept
+
+    def turn_cost(span: tuple[int, int]) -> int:
+        start, end = span
+        return sum(map(count, messages[start:end]))
+
+    room = None if max_tokens is None else max_tokens - fixed
+    spans, tokens = keep_newest(turns_newest_first(messages), turn_cost, room=room, max_turns=max_turns)
+    cut = spans[-1][0] if spans else len(messages)
+    kept = list(messages[:first]) + list(messages[cut:])
+    problems = find_problems(kept)  # only what is kept: a broken turn that was dropped does not matter
+    if problems:
+        raise HistoryError.invalid(problems, "what the trim keeps (numbered from its own start)")
+    return TrimResult(kept, fixed + tokens, cut, max_tokens is not None and fixed + tokens > max_tokens)
+
+
+# ----------------------------------------------------------------------------- a turn a session dropped
 
 
 @dataclass
@@ -108,147 +182,3 @@ class DroppedTurn:
     turn_id: Hashable
     messages: list[dict]
     tokens: int
-
-
-class TrimResult:
-    """What trimming kept: ``messages`` to send, their total ``tokens``, and ``over_budget``.
-
-    ``over_budget`` is True only when system + pinned + newest turn alone exceed the budget.
-    ``kept`` (ids of the kept turns, oldest first) and ``dropped`` (a ``DroppedTurn`` per
-    left-out turn) are worked out when first read: numbering turns means counting every
-    turn of the history, O(history), while the trim itself costs O(kept turns). They are
-    read from the list that was trimmed, so read them before changing that list.
-    """
-
-    def __init__(self, messages: list[dict], tokens: int, over_budget: bool, *, source: Sequence[dict],
-                 spans: list[tuple[int, int]], turn_ids: Sequence[Hashable] | None, count: TokenCounter):
-        self.messages, self.tokens, self.over_budget = messages, tokens, over_budget
-        self._source, self._spans, self._turn_ids, self._count = source, spans, turn_ids, count
-
-    @cached_property
-    def kept(self) -> list[Hashable]:
-        """Ids of the kept turns, oldest first."""
-        return self._numbered[0]
-
-    @cached_property
-    def dropped(self) -> list[DroppedTurn]:
-        """The turns left out, oldest first, with their messages and token counts."""
-        return self._numbered[1]
-
-    @cached_property
-    def _numbered(self) -> tuple[list[Hashable], list[DroppedTurn]]:
-        source, kept_starts = self._source, {start for start, _ in self._spans}
-        spans = list(turn_spans(source))
-        ids = _checked_ids(self._turn_ids, len(spans))
-        kept = [ids[t] for t, (start, _) in enumerate(spans) if start in kept_starts]
-        dropped = [DroppedTurn(ids[t], list(source[start:end]), sum(map(self._count, source[start:end])))
-                   for t, (start, end) in enumerate(spans) if start not in kept_starts]
-        return kept, dropped
-
-    def __repr__(self) -> str:
-        return (f"TrimResult({len(self.messages)} messages, {len(self._spans)} turns kept, "
-                f"tokens={self.tokens}, over_budget={self.over_budget})")
-
-
-def _checked_ids(turn_ids: Sequence[Hashable] | None, n_turns: int) -> Sequence[Hashable]:
-    if turn_ids is None:
-        return range(n_turns)
-    ids = list(turn_ids)
-    if len(ids) != n_turns:
-        raise HistoryError(f"turn_ids has {len(ids)} ids but the history has {n_turns} turns; "
-                           "pass one id per turn (see split_turns) or leave turn_ids out")
-    if len(set(ids)) != len(ids):
-        raise HistoryError("turn_ids contains duplicates; give every turn its own id")
-    return ids
-
-
-def pinned_spans(messages: Sequence[dict], turn_ids: Sequence[Hashable] | None,
-                 pinned: Collection[Hashable]) -> dict[int, int]:
-    """start -> end of every pinned turn, found walking forward to the last of them."""
-    pinned = set(pinned)
-    if turn_ids is None:
-        wanted = pinned  # a turn's default id is its position (pinned is our own copy here)
-    else:
-        wanted = {turn_ids.index(turn_id) for turn_id in pinned if turn_id in turn_ids}
-    spans: dict[int, int] = {}
-    for position, (start, end) in enumerate(turn_spans(messages) if wanted else ()):
-        if position in wanted:
-            spans[start] = end
-            wanted.discard(position)
-            if not wanted:
-                break
-    return spans
-
-
-def trim_result(messages: Sequence[dict], kept: dict[int, int], tokens: int, over_budget: bool,
-                turn_ids: Sequence[Hashable] | None, count: TokenCounter) -> TrimResult:
-    """The system part plus the kept turns in their original order, checked like a strict server would."""
-    spans = sorted(kept.items())
-    first = system_end(messages)
-    out = list(messages[:first])
-    for start, end in spans:
-        out += messages[start:end]
-    problems = scan(out)
-    if problems or not out:
-        where = list(range(first)) + [i for start, end in spans for i in range(start, end)]
-        raise HistoryError.invalid(word_problems(problems, where.__getitem__) or find_problems(out))
-    return TrimResult(out, tokens, over_budget, source=messages, spans=spans, turn_ids=turn_ids, count=count)
-
-
-def check_limits(*, messages: Any = (), max_turns: Any = 1, max_tokens: Any = 0) -> None:
-    """Refuse a limit that is not a whole number in range, or messages that are not a list."""
-    if not isinstance(max_turns, int) or max_turns < 1:
-        raise HistoryError(f"max_turns must be a whole number >= 1 (got {max_turns!r}); the newest turn is "
-                           "always kept")
-    if not isinstance(max_tokens, int) or max_tokens < 0:
-        raise HistoryError(f"max_tokens must be a whole number >= 0 (got {max_tokens!r})")
-    if not isinstance(messages, (list, tuple)):
-        raise HistoryError.invalid(find_problems(messages))
-
-
-def trim_to_turns(messages: Sequence[dict], max_turns: int, *, turn_ids: Sequence[Hashable] | None = None,
-                  pinned: Collection[Hashable] = (), count: TokenCounter = approx_tokens,
-                  overhead: int = REPLY_PRIMING) -> TrimResult:
-    """Keep the system part, the newest ``max_turns`` turns and any older pinned turns.
-
-    Pinned turns inside the newest ``max_turns`` count toward it; older pinned turns
-    are kept in addition. ``max_turns`` must be at least 1: the newest turn is always kept.
-    """
-    check_limits(messages=messages, max_turns=max_turns)
-    kept = pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
-    kept.update(islice(turns_newest_first(messages), max_turns))
-    tokens = overhead + sum(map(count, messages[: system_end(messages)]))
-    tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
-    return trim_result(messages, kept, tokens, False, turn_ids, count)
-
-
-def trim_to_budget(messages: Sequence[dict], max_tokens: int, *, count: TokenCounter = approx_tokens,
-                   turn_ids: Sequence[Hashable] | None = None, pinned: Collection[Hashable] = (),
-                   overhead: int = REPLY_PRIMING) -> TrimResult:
-    """Keep the system part, pinned turns and the newest whole turns whose total fits ``max_tokens``.
-
-    The total is ``overhead`` (a fixed per-request cost) plus ``count`` of every kept
-    message. The system part, pinned turns and the newest turn are always kept; if
-    they alone exceed the budget the result has ``over_budget=True`` and nothing else.
-    Otherwise the total never exceeds ``max_tokens``. Kept turns are always a
-    contiguous newest run plus older pinned turns: no gaps are punched into the middle.
-    """
-    check_limits(messages=messages, max_tokens=max_tokens)
-    first = system_end(messages)
-    kept = pinned_spans(messages, turn_ids, pinned)  # start -> end of each turn to keep
-    tokens = overhead + sum(map(count, messages[:first]))
-    tokens += sum(sum(map(count, messages[start:end])) for start, end in kept.items())
-    end, cost = len(messages), 0  # the turn being read is messages[i:end]; cost adds up its messages
-    for i in range(len(messages) - 1, first - 1, -1):  # walk back from the newest message
-        message = messages[i]
-        cost += count(message)
-        if i > first and not (type(message) is dict and message.get("role") == "user"):  # not starts_turn
-            continue
-        if i not in kept:  # a whole turn: keep it if it fits (the newest one whatever it costs)
-            if end < len(messages) and tokens + cost > max_tokens:
-                break
-            kept[i] = end
-            tokens += cost
-        end, cost = i, 0
-    # Older turns join only while the total fits, so it is over only if the newest turn put it over.
-    return trim_result(messages, kept, tokens, tokens > max_tokens, turn_ids, count)

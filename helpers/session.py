@@ -5,14 +5,15 @@ message list on ``self``; ``chat`` runs the agent loop with everything still in 
 keeps the turn it added; ``reset`` forgets; ``max_turns`` keeps the newest whole turns.
 
 ``ChatSession`` is the same idea hardened for notebooks 08-11, the chat window and the terminal
-chat. Its window (``helpers.window``) is trimmed before each question by ``turns_to_drop``, which
-keeps what notebook 07's ``trim_to_turns`` / ``trim_to_budget`` keep. It adds: rollback (a failed
-or abandoned turn leaves everything as it was); ``stream``; a ``max_tokens`` budget counted by a
-``UsageLedger`` from the server's own ``usage.prompt_tokens`` (estimated only for what the server
-has not seen yet); turn ids, the dropped turns, ``undo`` and per-request statistics; snapshots
-(``helpers.session_snapshot``, stored by notebook 11); and ``memory=MemoryAssembler(...)`` (notebooks
-08-09), which keeps every raw turn but sends a request assembled from the system prompt, profile,
-summary, recalled turns and the newest turns, all within ``max_tokens``.
+chat. Its window (``helpers.window``) is trimmed before each question by ``keep_newest``, the rule
+notebook 07's ``trim_to_turns`` / ``trim_to_budget`` follow, run on the costs it already knows. It
+adds: rollback (a failed or abandoned turn leaves everything as it was); ``stream``; a
+``max_tokens`` budget counted by a ``UsageLedger`` from the server's own ``usage.prompt_tokens``
+(estimated only for what the server has not seen yet); turn ids, the dropped turns, ``undo`` and
+per-request statistics; snapshots (``helpers.session_snapshot``, stored by notebook 11); and
+``memory=MemoryAssembler(...)`` (notebooks 08-09), which keeps every raw turn but sends a request
+assembled from the system prompt, profile, summary, recalled turns and the newest turns, all
+within ``max_tokens``.
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS
 from helpers.agent_turn import AgentResult, agent_turn, check_max_steps, run_agent
-from helpers.errors import ConfigError, EmptyMessageError
-from helpers.history import DroppedTurn
+from helpers.errors import ConfigError, EmptyMessageError, WorkshopError
+from helpers.history import DroppedTurn, trim_to_turns
 from helpers.ledger import UsageLedger
 from helpers.session_memory import Memory
 from helpers.session_snapshot import Snapshots, TurnRecord
@@ -61,10 +62,13 @@ class SimpleSession:
         return turn.answer
 
     def forget_old_turns(self) -> None:
-        """Keep the system prompt and the newest ``max_turns`` turns; each turn starts at a user message."""
-        starts = [i for i, message in enumerate(self.messages) if message["role"] == "user"]
-        if self.max_turns is not None and len(starts) > self.max_turns:
-            self.messages = self.messages[:1] + self.messages[starts[-self.max_turns]:]
+        """Keep the system prompt and the newest ``max_turns`` whole turns (``trim_to_turns``, notebook 07)."""
+        if self.max_turns is not None:
+            self.messages = trim_to_turns(self.messages, self.max_turns).messages
+
+
+class TurnInProgressError(WorkshopError, RuntimeError):
+    """A question was asked while this session was still answering another (e.g. a stream not yet read)."""
 
 
 def _whole_number_from_1(value) -> bool:
@@ -198,7 +202,7 @@ class ChatSession(Snapshots):
     def _turn(self, text: str, stream: bool):
         """One whole turn or nothing: on any failure the session is restored to how it was."""
         if getattr(self, "_busy", False):
-            raise RuntimeError("a turn is already in progress in this session; finish (or close) it first")
+            raise TurnInProgressError("a turn is already in progress in this session; finish (or close) it first")
         self._busy = True
         saved = self._save_point()
         try:

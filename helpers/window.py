@@ -1,10 +1,9 @@
 """A session's window: the system prompt and the whole turns it kept, with what each one cost (notebook 07).
 
 ``ChatSession`` (``helpers.session``) trims before every question. The turns it kept were
-checked when they were kept, and their costs are known, so a trim need not walk them again:
-``turns_to_drop`` drops turns from the oldest end and reads only the turns it drops. It keeps
-what ``trim_to_turns`` and ``trim_to_budget`` (``helpers.history``) keep of the same window;
-``tests/test_history_properties.py`` checks that over generated conversations.
+checked when they were kept and their costs are known, so a trim need not read a message:
+``Window.trimmed`` hands the kept turns' costs, newest first, to ``helpers.history.keep_newest``
+-- the same rule ``trim_to_turns`` and ``trim_to_budget`` follow -- and drops the older turns.
 
 A ``Window`` is a value: every change returns a new one, so a session's save point (what a
 failed turn puts back) is just a reference to it.
@@ -13,26 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-from helpers.history import DroppedTurn, HistoryError, TokenCounter, turn_spans
+from helpers.history import DroppedTurn, HistoryError, TokenCounter, keep_newest, split_turns
 from helpers.validity import find_problems
-
-
-def turns_to_drop(turn_tokens: Sequence[int], total: int, *, max_turns: int | None = None,
-                  max_tokens: int | None = None) -> int:
-    """How many of the oldest turns to drop so the rest keep ``max_turns`` and fit ``max_tokens``.
-
-    For a window that is already whole, checked turns with known costs (``turn_tokens``, oldest
-    first; ``total``, what sending all of it costs), this keeps what ``trim_to_turns`` and
-    ``trim_to_budget`` keep, found from the oldest end: it reads only the turns it drops.
-    The newest turn always stays. A session that trims before every question runs this.
-    """
-    dropped = 0
-    while dropped < len(turn_tokens) - 1 and (
-            (max_turns is not None and len(turn_tokens) - dropped > max_turns)
-            or (max_tokens is not None and total > max_tokens)):
-        total -= turn_tokens[dropped]
-        dropped += 1
-    return dropped
 
 
 class Window(NamedTuple):
@@ -50,7 +31,7 @@ class Window(NamedTuple):
               count: TokenCounter) -> "Window":
         """A window of ``system`` plus ``messages`` (whole turns, one id each), every message costed by ``count``."""
         window = list(system) + list(messages)
-        costs = tuple(tuple(map(count, window[start:end])) for start, end in turn_spans(window))
+        costs = tuple(tuple(map(count, turn)) for turn in split_turns(window)[1])
         if len(costs) != len(turn_ids):
             raise HistoryError(f"{len(turn_ids)} turn ids for {len(costs)} turns; give one id per turn")
         turn_tokens = tuple(map(sum, costs))
@@ -67,8 +48,15 @@ class Window(NamedTuple):
 
     def trimmed(self, *, overhead: int, max_turns: int | None = None,
                 max_tokens: int | None = None) -> tuple["Window", list[DroppedTurn]]:
-        """This window without its oldest turns beyond ``max_turns`` and ``max_tokens``, and those turns."""
-        n = turns_to_drop(self.turn_tokens, self.tokens + overhead, max_turns=max_turns, max_tokens=max_tokens)
+        """This window without its oldest turns beyond ``max_turns`` and ``max_tokens``, and those turns.
+
+        ``overhead`` is what every request adds; the system part always stays, and so does the newest turn.
+        """
+        turns = len(self.turn_tokens)
+        room = None if max_tokens is None else max_tokens - overhead - (self.tokens - sum(self.turn_tokens))
+        kept, _ = keep_newest(range(turns - 1, -1, -1), self.turn_tokens.__getitem__, room=room,
+                              max_turns=max_turns)
+        n = turns - len(kept)
         if not n:
             return self, []
         dropped, start = [], self.first

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from helpers.history import (
-    DroppedTurn,
     HistoryError,
+    keep_newest,
     split_turns,
     trim_to_budget,
     trim_to_turns,
-    turn_spans,
     turns_newest_first,
 )
 from helpers.ledger import UsageLedger
@@ -185,16 +184,14 @@ def test_split_turns_keeps_a_later_system_message_inside_its_turn():
 # ----------------------------------------------------------------------------- trimming
 
 
+def kept_questions(out) -> list[str]:
+    return [turn[0]["content"] for turn in split_turns(out.messages)[1]]
+
+
 def test_trim_to_turns_keeps_the_newest_turns_and_the_system_part():
     out = trim_to_turns(history(), 2)
-    assert out.messages == [SYSTEM] + history()[7:]
-    assert out.kept == [2, 3] and [d.turn_id for d in out.dropped] == [0, 1]
-
-
-def test_trim_to_turns_keeps_older_pinned_turns_in_order():
-    out = trim_to_turns(history(), 1, pinned={1})
-    assert out.kept == [1, 3]
-    assert out.messages == [SYSTEM] + history()[3:7] + history()[12:]
+    assert out.messages == [SYSTEM] + history()[7:] and out.cut == 7
+    assert split_turns(history()[:out.cut])[1] == split_turns(history())[1][:2]  # the dropped turns
 
 
 def test_trim_to_turns_rejects_zero_turns():
@@ -208,28 +205,23 @@ def test_trim_refuses_an_invalid_list_and_lists_problems():
     assert info.value.problems and "did not have response messages" in str(info.value)
 
 
-def test_trim_checks_turn_ids_length():
-    trimmed = trim_to_turns(history(), 2, turn_ids=["a", "b"])
-    with pytest.raises(HistoryError, match="turn_ids"):
-        trimmed.kept
-
-
 def test_trim_to_budget_keeps_everything_when_it_fits():
     total = REPLY_PRIMING + sum(approx_tokens(m) for m in history())
     out = trim_to_budget(history(), total)
-    assert out.messages == history() and out.dropped == [] and out.tokens == total
+    assert out.messages == history() and out.cut == 1 and out.tokens == total and not out.over_budget
 
 
 def test_trim_to_budget_drops_the_oldest_turns_first():
     ones = lambda m: 1  # noqa: E731 - each message costs one token
     out = trim_to_budget(history(), 1 + 6 + 1, count=ones, overhead=0)  # system + turns 2 and 3
-    assert out.kept == [2, 3] and out.tokens == 7 and not out.over_budget
+    assert kept_questions(out) == ["And Hale 205 and 206?", "Thanks, and the gym hours?"]
+    assert out.tokens == 7 and not out.over_budget
 
 
 def test_trim_to_budget_does_not_skip_a_big_turn_to_keep_an_older_small_one():
     ones = lambda m: 1  # noqa: E731
     out = trim_to_budget(history(), 1 + 1 + 3, count=ones, overhead=0)  # turn 2 (5 msgs) does not fit
-    assert out.kept == [3]
+    assert kept_questions(out) == ["Thanks, and the gym hours?"]
 
 
 def test_trim_to_budget_reports_over_budget_but_keeps_system_and_newest_turn():
@@ -237,16 +229,12 @@ def test_trim_to_budget_reports_over_budget_but_keeps_system_and_newest_turn():
     assert out.over_budget and out.messages == [SYSTEM, history()[-1]] and out.tokens > 1
 
 
-def test_trim_to_budget_keeps_pinned_turns_and_counts_them():
-    ones = lambda m: 1  # noqa: E731
-    out = trim_to_budget(history(), 1 + 2 + 1 + 5, count=ones, overhead=0, pinned={0})
-    assert out.kept == [0, 2, 3] and out.tokens == 9
-
-
-def test_dropped_report_has_ids_messages_and_tokens():
-    out = trim_to_budget(history(), 0, turn_ids=["t-a", "t-b", "t-c", "t-d"])
-    assert out.dropped[1] == DroppedTurn("t-b", history()[3:7], sum(approx_tokens(m) for m in history()[3:7]))
-    assert [d.turn_id for d in out.dropped] == ["t-a", "t-b", "t-c"]
+def test_keep_newest_stops_at_the_first_turn_that_does_not_fit():
+    assert keep_newest([5, 50, 1], lambda c: c, room=10) == ([5], 5)  # never skips 50 to keep 1
+    assert keep_newest([50, 1], lambda c: c, room=10) == ([50], 50)  # the newest stays...
+    assert keep_newest([50, 1], lambda c: c, room=10, keep_one=False) == ([], 0)  # ...unless asked
+    assert keep_newest([1, 1, 1], lambda c: c, max_turns=2) == ([1, 1], 2)
+    assert keep_newest([], lambda c: c, room=0) == ([], 0)
 
 
 class ReadCounter(list):
@@ -291,41 +279,25 @@ def test_trim_to_turns_reads_only_the_turns_it_keeps():
     assert messages.reads <= 4 * 13
 
 
-def test_kept_and_dropped_are_worked_out_when_first_read():
-    counted = []
-    out = trim_to_turns(long_history(50), 2, count=lambda m: counted.append(m) or 1)
-    assert len(counted) == 1 + 8  # the trim counted only what it kept
-    assert out.kept == [48, 49] and len(out.dropped) == 48 and out.dropped[0].tokens == 4
-    assert len(counted) == 1 + 8 + 48 * 4  # reading dropped counted the dropped turns, once
-    assert out.dropped is out.dropped
-
-
 def test_a_broken_turn_that_is_dropped_no_longer_blocks_the_trim():
     broken = history()[:3] + [result("stray")] + history()[3:]  # an orphan tool result inside turn 0
     assert find_problems(broken)
     out = trim_to_turns(broken, 2)
-    assert out.messages == [SYSTEM] + history()[7:] and out.kept == [2, 3]
-    assert out.dropped[0].messages == broken[1:4]
+    assert out.messages == [SYSTEM] + history()[7:] and broken[1:out.cut][-1] == reply("Yes, it is free.")
 
 
-def test_problems_in_kept_turns_are_numbered_as_in_the_list_passed_in():
+def test_problems_in_kept_turns_are_numbered_as_kept():
     broken = history()[:8] + [result("stray")] + history()[8:]  # an orphan result in turn 2 (message 8)
     with pytest.raises(HistoryError) as info:
         trim_to_turns(broken, 2)
-    assert info.value.problems == ["message 8 (tool): orphan tool result for 'stray': no assistant "
+    assert info.value.problems == ["message 2 (tool): orphan tool result for 'stray': no assistant "
                                    f"message with tool_calls comes before it; {ORPHAN_PHRASE}"]
-
-
-def test_pinned_turns_are_found_by_their_ids():
-    ids = ["a", "b", "c", "d"]
-    out = trim_to_turns(history(), 1, turn_ids=ids, pinned={"b", "zz"})
-    assert out.kept == ["b", "d"] and out.messages == [SYSTEM] + history()[3:7] + history()[12:]
-    assert [d.turn_id for d in out.dropped] == ["a", "c"]
+    assert "numbered from its own start" in str(info.value)
 
 
 def test_a_system_part_over_budget_is_reported_even_without_turns():
     out = trim_to_budget([SYSTEM], 1)
-    assert out.over_budget and out.messages == [SYSTEM] and out.kept == [] and out.dropped == []
+    assert out.over_budget and out.messages == [SYSTEM] and out.cut == 1
 
 
 def test_trimming_something_that_is_not_a_list_is_explained():
@@ -333,12 +305,10 @@ def test_trimming_something_that_is_not_a_list_is_explained():
         trim_to_budget(SYSTEM, 100)
 
 
-def test_turn_spans_agree_with_split_turns_both_ways():
+def test_turns_newest_first_agrees_with_split_turns():
     messages = [SYSTEM, reply("Hi, I am Lark.")] + history()[1:]
     _, turns = split_turns(messages)
-    spans = list(turn_spans(messages))
-    assert [messages[s:e] for s, e in spans] == turns
-    assert list(turns_newest_first(messages)) == spans[::-1]
+    assert [messages[s:e] for s, e in turns_newest_first(messages)] == turns[::-1]
 
 
 def test_content_parts_are_kept_and_checked():
@@ -462,3 +432,34 @@ def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
     assert not exact
     assert server.count_tools(tools) > 300
     assert abs(predicted - reported) <= 10  # only the dropped user message was estimated
+
+
+# ----------------------------------------------------------------------------- one rule, one place
+
+
+def test_every_trim_goes_through_keep_newest(monkeypatch):
+    """trim_to_turns, trim_to_budget, SimpleSession, a session's window and the assembler's window all call
+    helpers.history.keep_newest: "keep the newest whole turns that fit" is written once."""
+    from helpers import history as history_module
+    from helpers import window as window_module
+    from helpers.memory import assembler as assembler_module
+    from helpers.session import SimpleSession
+    from helpers.window import Window
+
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return keep_newest(*args, **kwargs)
+
+    for module in (history_module, window_module, assembler_module):
+        monkeypatch.setattr(module, "keep_newest", spy)
+    trim_to_turns(history(), 2)
+    trim_to_budget(history(), 100)
+    session = SimpleSession(max_turns=1)
+    session.messages = history()
+    session.forget_old_turns()
+    Window.start([SYSTEM], history()[1:], [0, 1, 2, 3], approx_tokens).trimmed(overhead=3, max_tokens=50)
+    assembler_module.fit_window(list(enumerate(split_turns(history())[1])), 40, approx_tokens)
+    assert len(calls) == 5 and calls[-1]["keep_one"] is False
+    assert session.messages == [SYSTEM, history()[-1]]

@@ -1,11 +1,10 @@
 import pytest
 
 from helpers import history
-from helpers import window as window_module
 from helpers.client import EndpointError
 from helpers.history import split_turns
 from helpers.validity import find_problems
-from helpers.window import turns_to_drop
+from helpers.window import Window
 from helpers.session import ChatSession, SimpleSession
 
 from scripted import ScriptedServer, tool_call
@@ -140,26 +139,26 @@ def test_a_failed_turn_does_not_trim_either():
 @pytest.mark.parametrize("limits", [{"max_turns": 2}, {"max_tokens": 1200},
                                     {"max_turns": 3, "max_tokens": 1500}])
 def test_the_session_keeps_what_notebook_07s_trimmers_keep(monkeypatch, limits):
-    """Before each question, what turns_to_drop leaves is what trim_to_turns, then trim_to_budget, keep of
-    the session's window, counted at the session's own costs."""
+    """Before each question, what the session's window keeps is what trim_to_turns, then trim_to_budget, keep
+    of the same messages, counted at the session's own costs."""
     checked = []
+    trimmed = Window.trimmed
 
-    def spy(turn_tokens, total, *, max_turns=None, max_tokens=None):
-        n = turns_to_drop(turn_tokens, total, max_turns=max_turns, max_tokens=max_tokens)
-        window = session._window
+    def spy(window, *, overhead, max_turns=None, max_tokens=None):
+        after, dropped = trimmed(window, overhead=overhead, max_turns=max_turns, max_tokens=max_tokens)
         system_cost = window.tokens - sum(window.turn_tokens)  # one system message here
         costs = {id(m): cost for m, cost in zip(window.messages[window.first:],
                                                 (c for turn in window.turn_costs for c in turn))}
-        options = {"count": lambda m: costs.get(id(m), system_cost), "overhead": session.ledger.overhead}
-        kept = history.trim_to_turns(window.messages, max_turns or 10**6, turn_ids=list(window.turn_ids),
-                                     **options)
+        options = {"count": lambda m: costs.get(id(m), system_cost), "overhead": overhead}
+        kept = history.trim_to_turns(window.messages, max_turns or 10**6, **options)
         if max_tokens is not None:
-            kept = history.trim_to_budget(kept.messages, max_tokens, turn_ids=kept.kept, **options)
-        assert kept.kept == list(window.turn_ids[n:]) and total == kept.tokens + sum(turn_tokens[:n])
-        checked.append(n)
-        return n
+            kept = history.trim_to_budget(kept.messages, max_tokens, **options)
+        assert after.messages == kept.messages and after.tokens + overhead == kept.tokens
+        assert [d.turn_id for d in dropped] == list(window.turn_ids[:len(dropped)])
+        checked.append(len(dropped))
+        return after, dropped
 
-    monkeypatch.setattr(window_module, "turns_to_drop", spy)
+    monkeypatch.setattr(Window, "trimmed", spy)
     session = ChatSession(**limits)
     for question in CLASSIC * 2:
         session.chat(question)

@@ -2,7 +2,7 @@
 import pytest
 
 from helpers.history import HistoryError
-from helpers.window import Window, turns_to_drop
+from helpers.window import Window
 
 SYSTEM = [{"role": "system", "content": "sys"}]
 
@@ -50,5 +50,17 @@ def test_recounting_reaches_into_earlier_turns_and_the_system_part():
 
 
 def test_the_newest_turn_stays_even_over_every_limit():
-    assert turns_to_drop([5, 5, 50], 60, max_turns=1, max_tokens=10) == 2
-    assert turns_to_drop([50], 50, max_tokens=10) == 0 and turns_to_drop([], 3, max_tokens=0) == 0
+    window = Window.start(SYSTEM, turn(0) + turn(1) + turn(2), [0, 1, 2], one)
+    trimmed, dropped = window.trimmed(overhead=5, max_turns=1, max_tokens=1)
+    assert trimmed.turn_ids == (2,) and [d.turn_id for d in dropped] == [0, 1]
+    empty = Window.start(SYSTEM, [], [], one)
+    assert empty.trimmed(overhead=0, max_tokens=0) == (empty, [])
+
+
+def test_a_trim_counts_the_system_part_and_the_overhead():
+    window = Window.start(SYSTEM, turn(0) + turn(1) + turn(2), [0, 1, 2], one)  # 1 + 2 + 2 + 2 tokens
+    assert window.trimmed(overhead=2, max_tokens=9)[0].turn_ids == (0, 1, 2)
+    assert window.trimmed(overhead=2, max_tokens=8)[0].turn_ids == (1, 2)
+    assert window.trimmed(overhead=2, max_tokens=7)[0].turn_ids == (1, 2)
+    assert window.trimmed(overhead=2, max_tokens=6)[0].turn_ids == (2,)
+    assert window.trimmed(overhead=0, max_tokens=7, max_turns=2)[0].turn_ids == (1, 2)

@@ -1,84 +1,139 @@
-"""Exercises of notebook 07: the smallest memory window, and a message cut that is always safe.
+"""Exercises of notebook 07: clear old tool results without breaking a turn, and a message cut that is safe.
 
-Both checks work on fixed message lists (no model, no clock): the same answer is right on any
-backend and on any day.
+Both checks run the learner's function on generated message lists (no model, no clock): the same
+answer gets the same verdict on any backend and on any day.
 """
 from __future__ import annotations
 
 import copy
 import json
+import random
 
 from helpers.exercises import Exercise, Hint
-from helpers.history import split_turns
+from helpers.history import keep_newest, split_turns, system_end, turns_newest_first
 from helpers.validity import find_problems
-from helpers.session import SimpleSession
 
-# ---------------------------------------------------------------- exercise 1: the smallest window
-
-WINDOW_QUESTIONS = ("When does the AI club meet?", "And when are the faculty office hours?",
-                    "Where can I print a poster?")
-COMPARISON = "Which of those two is sooner?"
+CLEARED = "(result cleared to save tokens)"
 
 
-def _scripted_turn(number: int, question: str, found: str) -> list[dict]:
-    """One turn as the agent loop writes it: question, a search call, its result, the answer."""
-    call_id = f"call_{number}"
-    arguments = json.dumps({"query": question})
-    return [{"role": "user", "content": question},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": "search_campus_info",
-                                                                 "arguments": arguments}}]},
-            {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"results": [found]})},
-            {"role": "assistant", "content": found}]
+def generated_history(seed: int) -> list[dict]:
+    """A conversation from a seed: 0-2 system messages, then 2-6 turns, plain or with (parallel) tool calls."""
+    rng = random.Random(seed)
+    messages = [{"role": "system", "content": f"You are a campus assistant ({k})."}
+                for k in range(rng.choice([0, 1, 1, 2]))]
+    calls = 0
+    for number in range(rng.randint(2, 6)):
+        messages.append({"role": "user", "content": f"question {number}"})
+        for _ in range(rng.choice([0, 1, 1, 2])):  # tool-calling steps
+            ids = [f"call_{calls + k}" for k in range(rng.choice([1, 1, 2, 3]))]
+            calls += len(ids)
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": cid, "type": "function",
+                 "function": {"name": "search_campus_info", "arguments": json.dumps({"query": f"q{number}"})}}
+                for cid in ids]})
+            messages += [{"role": "tool", "tool_call_id": cid,
+                          "content": json.dumps({"results": [f"result of {cid}"] * 3})} for cid in ids]
+        messages.append({"role": "assistant", "content": f"answer {number}"})
+    return messages
 
 
-FINDINGS = ("AI Club meets on Thursdays at 18:00.", "Faculty office hours are on Tuesdays at 14:00.",
-            "Printers are in Harrow Library.")
+# ---------------------------------------------------------------- exercise 1: clear old tool results
+
+def reference_clear(messages: list[dict], keep: int) -> list[dict]:
+    """Every tool result older than the newest ``keep`` turns with its content replaced by CLEARED."""
+    spans, _ = keep_newest(turns_newest_first(messages), lambda span: 1, max_turns=keep, keep_one=False)
+    cut = spans[-1][0] if spans else len(messages)  # the newest ``keep`` turns start here
+    return [{**m, "content": CLEARED} if i < cut and m["role"] == "tool" else m for i, m in enumerate(messages)]
 
 
-def remembered_questions(max_turns: int) -> list[str]:
-    """The questions a SimpleSession(max_turns=...) still holds when the comparison is asked."""
-    session = SimpleSession(max_turns=max_turns)
-    for number, (question, found) in enumerate(zip(WINDOW_QUESTIONS, FINDINGS)):
-        session.messages += _scripted_turn(number, question, found)  # what chat() adds, without a model
-        session.forget_old_turns()
-    return [m["content"] for m in session.messages if m["role"] == "user"]
+CLEAR_SEEDS = tuple(range(40))
+CLEAR_DOC = '"""A new list: tool results older than the newest `keep` turns cleared, nothing else changed."""'
 
 
-def _holds_both(max_turns: int) -> bool:
-    kept = remembered_questions(max_turns)
-    return WINDOW_QUESTIONS[0] in kept and WINDOW_QUESTIONS[1] in kept
+def _where(messages: list[dict], index: int) -> str:
+    """Which turn a message index is in, counted from 0, oldest first."""
+    first = system_end(messages)
+    if index < first:
+        return "the system part"
+    spans = sorted(turns_newest_first(messages))
+    turn = next(t for t, (start, end) in enumerate(spans) if start <= index < end)
+    return f"turn {turn} of turns 0-{len(spans) - 1}"
 
 
-def _check_window(my_max_turns) -> str:
-    if my_max_turns is None:
-        raise Hint("None keeps every turn: the comparison works, but memory grows without limit. Pick the "
-                   "smallest whole number of turns that still works.")
-    if isinstance(my_max_turns, bool) or not isinstance(my_max_turns, int) or my_max_turns < 1:
-        raise Hint(f"my_max_turns must be a whole number of at least 1 (got {my_max_turns!r}).")
-    kept = remembered_questions(my_max_turns)
-    if not _holds_both(my_max_turns):
-        lost = [q for q in WINDOW_QUESTIONS[:2] if q not in kept]
-        raise Hint(f"With max_turns={my_max_turns} the comparison is asked with only {kept} in memory: "
-                   f"{lost[0]!r} has scrolled out, so there are not two events to compare. Go higher.")
-    if my_max_turns > 1 and _holds_both(my_max_turns - 1):
-        raise Hint(f"max_turns={my_max_turns} works, but so does {my_max_turns - 1}: each extra turn is sent "
-                   "with every request. Find the smallest value that still works.")
-    return (f"max_turns={my_max_turns} is the smallest window that holds both events: the comparison "
-            f"is asked with {len(kept)} earlier turns in memory; with {my_max_turns - 1} the AI club turn "
-            "is gone.")
+def _newest(keep: int) -> str:
+    return f"the newest {keep} turn{'' if keep == 1 else 's'}"
+
+
+def _check_clear(clear_old_results) -> str:
+    if not callable(clear_old_results):
+        raise Hint("clear_old_results must be a function: def clear_old_results(messages, keep): ...")
+    tried = 0
+    for seed in CLEAR_SEEDS:
+        history = generated_history(seed)
+        n_turns = len(split_turns(history)[1])
+        for keep in [*range(1, n_turns + 2), 0]:
+            before = copy.deepcopy(history)
+            out = clear_old_results(history, keep)
+            tried += 1
+            if history != before:
+                raise Hint("clear_old_results changed the messages it was given; a session may still hold them. "
+                           "Build new dicts instead: {**message, \"content\": CLEARED}.")
+            if not isinstance(out, list):
+                raise Hint(f"clear_old_results returned {type(out).__name__}; return a list of messages.")
+            expected = reference_clear(history, keep)
+            bad = [m for m in out if isinstance(m, dict) and m.get("role") == "tool"
+                   and not isinstance(m.get("content"), str)]
+            if bad:
+                raise Hint(f"With keep={keep} a tool result's content is {bad[0].get('content')!r}. A strict "
+                           "server refuses a tool message without a string content: set it to CLEARED instead.")
+            if len(out) != len(history):
+                raise Hint(f"With keep={keep} the list has {len(out)} messages instead of {len(history)}. Keep "
+                           "every message: a tool call whose result is gone is the 400 of section 5. Change only "
+                           "the content of old tool results.")
+            problems = find_problems(out + [{"role": "user", "content": "next question"}])
+            if problems:
+                raise Hint(f"With keep={keep} a strict server would reject the list: {problems[0]} Keep each tool "
+                           "message and its tool_call_id; change only its content.")
+            for index, (got, want, was) in enumerate(zip(out, expected, history)):
+                if got == want:
+                    continue
+                where = _where(history, index)
+                if want is was:  # this message should not have changed
+                    if was["role"] != "tool":
+                        raise Hint(f"With keep={keep} message {index} ({was['role']}, {where}) changed. Clear "
+                                   "only tool results: questions and answers stay as they are.")
+                    raise Hint(f"With keep={keep} the tool result at message {index} ({where}) was cleared, but it "
+                               f"is in {_newest(keep)}, which stay as they are. Count turns (each starts at a "
+                               "user message), not messages.")
+                if got == was:
+                    raise Hint(f"With keep={keep} the tool result at message {index} ({where}) is older than "
+                               f"{_newest(keep)} but was not cleared. Count turns (each starts at a user "
+                               "message) from the newest one back.")
+                raise Hint(f"With keep={keep} the tool result at message {index} has content "
+                           f"{got.get('content')!r}: set it to CLEARED exactly, and keep every other key.")
+    return (f"clear_old_results keeps every message and every call answered on {tried} generated histories "
+            "(keep = 0 up to more turns than there are): only the tool results of older turns are cleared.")
 
 
 exercise_1 = Exercise(
-    "07.1", "enough memory for the comparison",
-    stub="my_max_turns = 1  # the smallest number of turns that keeps both events",
-    solution_code=("my_max_turns = 3  # AI club, office hours, and the poster question in between:\n"
-                   "# the window must reach back over the unrelated turn to hold both events"),
-    checker=_check_window, answers=("my_max_turns",),
-    hints=("Run the cell under the stub and read 'in memory': which questions are still in the list when the "
-           "comparison is asked?",
-           "The comparison needs the AI club turn and the office-hours turn; a poster question sits between "
-           "them and the comparison. Count the turns from the AI club question to the poster question."),
+    "07.1", "clear old tool results, keep the turns",
+    stub=("def clear_old_results(messages, keep):\n"
+          f"    {CLEAR_DOC}\n"
+          "    return list(messages)  # clears nothing yet"),
+    solution_code=("def clear_old_results(messages, keep):\n"
+                   f"    {CLEAR_DOC}\n"
+                   "    spans, _ = keep_newest(turns_newest_first(messages), lambda span: 1, max_turns=keep,\n"
+                   "                           keep_one=False)  # the newest `keep` turns, each costing 1\n"
+                   "    cut = spans[-1][0] if spans else len(messages)  # where those turns start\n"
+                   "    return [{**m, \"content\": CLEARED} if i < cut and m[\"role\"] == \"tool\" else m\n"
+                   "            for i, m in enumerate(messages)]"),
+    checker=_check_clear, answers=("clear_old_results",),
+    hints=("Find where the newest `keep` turns start: turns_newest_first gives each turn's (start, end), newest "
+           "first, and keep_newest can take `keep` of them. Every tool message before that index is old.",
+           "Build a new list: for an old tool message, {**message, \"content\": CLEARED}; every other message as "
+           "it is. Never remove a message: its tool call would be left unanswered."),
+    context=lambda: {"CLEARED": CLEARED, "keep_newest": keep_newest, "turns_newest_first": turns_newest_first,
+                     "split_turns": split_turns},
 )
 
 
@@ -147,6 +202,10 @@ def _check_cut(safe_cut) -> str:
                 raise Hint(f"With n={n} you kept {len(cut) - 1} messages, but the newest whole turns "
                            f"that fit hold {len(best) - 1}. Add turns, newest first, while they fit.")
             if cut != best:
+                kept_turns, best_turns = split_turns(cut)[1], split_turns(best)[1]
+                if sorted(map(str, kept_turns)) == sorted(map(str, best_turns)):
+                    raise Hint(f"With n={n} you kept the right turns in the wrong order: put them back oldest "
+                               "first, as they were sent.")
                 raise Hint(f"With n={n} the cut is not the newest whole turns in order. Stop at the first "
                            "turn that does not fit: skipping it and keeping older ones leaves a gap in the "
                            "conversation.")
@@ -171,6 +230,7 @@ exercise_2 = Exercise(
     checker=_check_cut, answers=("safe_cut",),
     hints=("split_turns(messages) gives (system messages, turns); each turn starts at a user message.",
            "Walk the turns newest first and add a whole turn only while the total stays at most n; stop at "
-           "the first turn that does not fit."),
-    context=lambda: {"split_turns": split_turns},
+           "the first turn that does not fit (keep_newest does exactly that, with keep_one=False)."),
+    context=lambda: {"split_turns": split_turns, "keep_newest": keep_newest,
+                     "turns_newest_first": turns_newest_first},
 )

@@ -1,43 +1,156 @@
-"""Exercises of notebook 08: the smallest budget that keeps a fact, and pinning what a summary loses.
+"""Exercises of notebook 08: the check that keeps pinned facts in a summary, and choosing what to pin.
 
-Exercise 1 assembles one fixed request (system prompt, tool schemas, a summary, three window turns,
-the question) with ``assemble_context`` and counts it with ``helpers.tokens``: no model and no clock.
-Exercise 2 summarises fixed turns with the offline stand-in's documented rule, whatever backend the
-notebook uses. Both give the same verdict on any backend and on any day.
+Exercise 1 runs the learner's ``missing_facts`` on written and generated summaries, then plugs it into
+``Summariser.summarise`` (the offline stand-in's rule, whatever backend the notebook uses). Exercise 2
+summarises fixed turns with that rule. No model and no clock decide a verdict: both give the same one
+on any backend and on any day.
 """
 from __future__ import annotations
 
 import json
+import random
+from unittest import mock
 
-from helpers import tokens
 from helpers.config import load_settings
 from helpers.errors import WorkshopError
 from helpers.exercises import Exercise, Hint
-from helpers.memory.assembler import assemble_context
-from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError
-from helpers.memory.summary import RollingSummary, Summariser
-from helpers.session import SESSION_SYSTEM_PROMPT
+from helpers.memory import summary as summary_module
+from helpers.memory.summary import RollingSummary, Summariser, missing_facts
 from helpers.standin.server import make_offline_client
-from helpers.tools import tool_schemas
 
-# ---------------------------------------------------------------- exercise 1: the smallest budget
+# ---------------------------------------------------------------- exercise 1: the pin check
 
-PROBE = "What did I say about mornings?"
-NEEDED = "can't do mornings"  # the words the probe needs, in the summary's turn-1 line
-SUMMARY = RollingSummary("\n".join([
-    "(Left out to stay within the word limit: turns 2-5.)",
-    '[turn 0] user: "Hi! My name is Priya Raman." -> assistant: "Noted: Priya Raman."',
-    "[turn 1] user: \"I can't do mornings, I work late shifts at the bakery.\" -> assistant: "
-    "\"Noted: can't do mornings.\"",
-    '[turn 6] user: "When does the robotics club meet?" -> assistant: "Robotics Club takes place on '
-    'Wednesdays at 19:00 in Ferris Engineering Building, Maker Lab [club-robotics]."',
-    "Pinned: 120 dollars"]), list(range(7)))
-WINDOW_TURNS = (
-    (7, "How do I connect to campus Wi-Fi?", "Connect to LarkNet with your student login [it-wifi]."),
-    (8, "Where is the IT help desk?", "The IT help desk is in Harrow Library, ground floor [it-helpdesk]."),
-    (9, "When are the computer science faculty office hours?",
-     "Computer Science faculty office hours are on Tuesdays at 14:00 in Halvorsen Hall [office-hours-cs]."),
+PIN_DOC = '"""The facts in `keep` that `summary_text` lacks, in the order of `keep`."""'
+WRITTEN_CASES = (  # (summary text, keep): one pitfall each, before the generated cases
+    ('[turn 0] user: "My textbook budget is 120 dollars."', ["120 dollars", "data science"]),
+    ("[turn 0] user: \"I can't do mornings.\"\nPinned: 120 Dollars", ["120 dollars"]),
+    ("[turn 1] user: \"I can't do\nmornings, I work late shifts.\"", ["can't do mornings"]),
+    ('[turn 2] user: "Is there a data club?" -> assistant: "Yes, and a science fair [club-data]."',
+     ["data science"]),
+    ("[turn 1] user: \"I can't do mornings, I work late shifts at the bakery.\"", ["can't do mornings."]),
+    ('Pinned: 120 dollars', ["", "   ", "120 dollars"]),
+    ('[turn 3] user: "Where can I print a poster?"', ["vegetarian", "Room 204", "vegetarian"]),
 )
+FACTS = ("120 dollars", "data science", "can't do mornings", "late shifts at the bakery", "Dr. Okafor",
+         "Room 204", "Thursday at 18:00", "vegetarian", "allergic to peanuts")
+
+
+def _variant(fact: str, rng: random.Random) -> str:
+    """The fact as a summary might write it: other capitals, or a line break or two spaces between words."""
+    kind = rng.randrange(4)
+    if kind == 1:
+        return fact.upper() if rng.random() < 0.5 else fact.title()
+    if kind == 2 and " " in fact:
+        return fact.replace(" ", rng.choice(["\n", "  ", " \n "]), 1)
+    return fact
+
+
+def generated_case(seed: int) -> tuple[str, list[str]]:
+    """A summary holding some facts (written in varied ways) and a keep list of present and absent ones."""
+    rng = random.Random(seed)
+    facts = list(FACTS)
+    rng.shuffle(facts)
+    present, absent = facts[:rng.randint(1, 4)], facts[5:5 + rng.randint(1, 3)]
+    lines = [f'[turn {i}] user: "So, {_variant(fact, rng)}." -> assistant: "Noted."'
+             for i, fact in enumerate(present)]
+    for fact in absent:  # a decoy: the absent fact's words, apart
+        words = fact.split()
+        if len(words) > 1 and rng.random() < 0.5:
+            lines.append(f"[turn 9] user: \"{words[-1]} first, then {' '.join(words[:-1])}\"")
+    rng.shuffle(lines)
+    keep = [fact + rng.choice(["", "", "."]) for fact in present] + absent
+    rng.shuffle(keep)
+    if rng.random() < 0.2:
+        keep.insert(rng.randrange(len(keep) + 1), "")
+    return "\n".join(lines), keep
+
+
+PIN_CASES = WRITTEN_CASES + tuple(generated_case(seed) for seed in range(60))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _pin_hint(text: str, keep: list[str], got: list, want: list[str]) -> str:
+    """The one sentence that explains the first difference between ``got`` and ``want``."""
+    present = [fact for fact in keep if fact.strip() and fact not in want]
+    if got and want and got == present:
+        return "You returned facts the summary has; return the ones it lacks."
+    for fact in got:
+        if fact not in want and fact in keep:  # reported missing, but the summary has it
+            if not fact.strip():
+                return (f"{fact!r} is blank: an empty pin can never be missing. Skip facts that are only "
+                        "spaces.")
+            if fact.rstrip(" .;") != fact and _flat(fact.rstrip(" .;")) in _flat(text):
+                return (f"{fact!r} is in the summary, without the full stop at its end: strip '.' and ';' "
+                        "from the ends of both before comparing.")
+            if fact.lower() not in text.lower() and _flat(fact) in _flat(text):
+                return (f"{fact!r} is in the summary, across a line break or extra spaces: make every run of "
+                        "whitespace one space, in the fact and in the summary, before comparing.")
+            if fact not in text and fact.lower() in text.lower():
+                return f"{fact!r} is in the summary in other capitals: compare both lower-cased."
+            return f"{fact!r} is in the summary (word for word), yet you report it missing."
+    for fact in want:
+        if fact not in got:  # missing, but not reported
+            if all(word in _flat(text) for word in _flat(fact).split()):
+                return (f"Every word of {fact!r} is in the summary, but not together: look for the whole fact, "
+                        "word for word, not for its words one by one.")
+            return f"{fact!r} is not in the summary, but your function did not report it."
+    return ("Return the missing facts in the order of keep, once for each time they appear in it (a list, "
+            "not a set).")
+
+
+def _check_pins(fn) -> str:
+    if not callable(fn):
+        raise Hint("missing_facts must be a function: def missing_facts(summary_text, keep): ...")
+    for text, keep in PIN_CASES:
+        got = fn(text, list(keep))
+        if not isinstance(got, (list, tuple)) or not all(isinstance(f, str) for f in got):
+            raise Hint(f"missing_facts returned {got!r}; return a list of the facts from keep that are missing.")
+        want = missing_facts(text, keep)
+        if list(got) != want:
+            raise Hint(f"Summary {text[:60]!r}{'…' if len(text) > 60 else ''} with keep={keep}: you returned "
+                       f"{list(got)}. " + _pin_hint(text, keep, list(got), want))
+    found: list[list[str]] = []
+
+    def recorded(text, keep):
+        found.append(list(fn(text, keep)))
+        return found[-1]
+
+    with mock.patch.object(summary_module, "missing_facts", recorded):  # the learner's check, in the summariser
+        summariser = Summariser(client=make_offline_client(), settings=load_settings("offline"))
+        update = summariser.summarise(RollingSummary(), dropped_turns(), keep=list(MUST_SURVIVE))
+    kept = all(fact in update.summary.text.lower() for fact in MUST_SURVIVE)
+    return (f"missing_facts is right on {len(PIN_CASES)} summaries. Inside the summariser it found "
+            f"{found[0]} missing from the first draft, so the summariser asked again ({update.attempts} requests "
+            f"in all), and the summary {'keeps' if kept else 'still lacks'} {' and '.join(MUST_SURVIVE)}.")
+
+
+exercise_1 = Exercise(
+    "08.1", "the check that keeps a pin",
+    stub=("def missing_facts(summary_text, keep):\n"
+          f"    {PIN_DOC}\n"
+          "    return []  # reports nothing missing yet"),
+    solution_code=("def missing_facts(summary_text, keep):\n"
+                   f"    {PIN_DOC}\n"
+                   "    def normal(text):  # lower case, one space between words, no . or ; at the ends\n"
+                   "        return \" \".join(text.lower().split()).strip(\" .;\")\n"
+                   "    have = normal(summary_text)\n"
+                   "    return [fact for fact in keep if normal(fact) and normal(fact) not in have]"),
+    checker=_check_pins, answers=("missing_facts",),
+    hints=("Compare normalised copies: lower-case both, turn every run of whitespace (line breaks too) into one "
+           "space with ' '.join(text.split()), and strip '.' and ';' from the ends.",
+           "A fact is present when its normalised form is a substring of the normalised summary; a blank fact is "
+           "never missing. Keep keep's order: a list comprehension over keep does."),
+)
+
+# ---------------------------------------------------------------- exercise 2: pin what a summary loses
+
+STUDENT = ("Hi! My name is Priya Raman. I study data science. My textbook budget is 120 dollars.",
+           "I can't do mornings, I work late shifts at the bakery.")
+MUST_SURVIVE = ("data science", "120 dollars")
+MAX_PIN_WORDS = 6
 
 
 def _scripted_turn(turn_id: int, question: str, found: str) -> list[dict]:
@@ -49,82 +162,6 @@ def _scripted_turn(turn_id: int, question: str, found: str) -> list[dict]:
                  "function": {"name": "search_campus_info", "arguments": json.dumps({"query": question})}}]},
             {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"results": [{"text": found}]})},
             {"role": "assistant", "content": found}]
-
-
-def assemble_probe(budget: int):
-    """The probe's request under ``budget``: fixed costs, the summary, the newest whole turns that fit."""
-    window = [(turn_id, _scripted_turn(turn_id, q, a)) for turn_id, q, a in WINDOW_TURNS]
-    fixed = tokens.REPLY_PRIMING + tokens.count_tools(tool_schemas())
-    return assemble_context(SESSION_SYSTEM_PROMPT, window, PROBE, budget=budget, fixed=fixed, summary=SUMMARY)
-
-
-def keeps_the_fact(budget: int) -> bool:
-    """True when the request for the probe fits ``budget`` and its summary still holds the needed line."""
-    try:
-        assembly = assemble_probe(budget)
-    except ContextBudgetError:
-        return False
-    return any(NEEDED in (m.get("content") or "") for m in assembly.messages if m["role"] == "system")
-
-
-def budget_report(budget: int) -> None:
-    """Print the budget report of the probe's request and the summary block as it was sent."""
-    try:
-        assembly = assemble_probe(budget)
-    except ContextBudgetError as error:
-        print(f"ContextBudgetError: {error}")
-        return
-    assembly.report.show()
-    summary = [m["content"] for m in assembly.messages
-               if (m["content"] or "").startswith("Summary of earlier")]
-    print("\n" + (summary[0] if summary else "(no summary was sent)"))
-    print(f"\nthe line the probe needs ({NEEDED!r}) was sent: {keeps_the_fact(budget)}")
-
-
-def _summary_cap(budget: int) -> int | None:
-    part = assemble_probe(budget).report.part("summary")
-    return None if part is None else part.cap
-
-
-def _check_budget(my_budget) -> str:
-    if isinstance(my_budget, bool) or not isinstance(my_budget, int) or my_budget < 1:
-        raise Hint(f"my_budget must be a whole number of tokens (got {my_budget!r}).")
-    try:
-        assemble_probe(my_budget)
-    except ContextBudgetError as error:
-        raise Hint(f"At {my_budget} nothing is sent: {str(error).split(';')[0]}. Go higher.") from None
-    if not keeps_the_fact(my_budget):
-        raise Hint(f"At {my_budget} tokens the summary may use {_summary_cap(my_budget)} tokens, and "
-                   "trimming its oldest lines to fit removed the turn-1 line the probe needs. Go higher.")
-    if keeps_the_fact(my_budget - 1):
-        raise Hint(f"{my_budget} keeps the line, but so does {my_budget - 1}: every token of budget is "
-                   "paid on every request. Find the smallest budget that still keeps it.")
-    return (f"{my_budget} tokens is the smallest budget that keeps the line: the summary may use "
-            f"{_summary_cap(my_budget)} tokens; at {my_budget - 1} it may use {_summary_cap(my_budget - 1)} "
-            "and the turn-1 line is trimmed.")
-
-
-exercise_1 = Exercise(
-    "08.1", "how small can the budget go?",
-    stub="my_budget = 1800  # the smallest budget whose request still holds the turn-1 line",
-    solution_code=("# the summary's share is int(0.20 * room), room = budget - fixed - system - question;\n"
-                   "# try budgets downwards (or bisect) and keep the last one whose summary holds the line\n"
-                   "my_budget = next(b for b in range(700, 1801) if keeps_the_fact(b))"),
-    checker=_check_budget, answers=("my_budget",),
-    hints=("Run budget_report(my_budget) and read the summary line of the report: its cap is 20% of the room "
-           "(the budget minus fixed, system and question). Trimming drops the oldest summary lines first.",
-           "The turn-1 line survives while the summary without its first two lines fits the cap. "
-           "keeps_the_fact(b) tells you, for any b, whether it does: search for the first b where it is "
-           "True."),
-    context=lambda: {"keeps_the_fact": keeps_the_fact},
-)
-
-# ---------------------------------------------------------------- exercise 2: pin what a summary loses
-
-STUDENT = ("Hi! My name is Priya Raman. I study data science. My textbook budget is 120 dollars.",
-           "I can't do mornings, I work late shifts at the bakery.")
-MUST_SURVIVE = ("data science", "120 dollars")
-MAX_PIN_WORDS = 6
 
 
 def dropped_turns() -> list[tuple[int, list[dict]]]:

@@ -61,6 +61,7 @@ from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import Recalled, turn_parts
 from helpers.memory.recall_index import RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
+from helpers.context_format import quote_text  # the superseded note's values stand between double quotes
 from helpers.memory.summary_format import format_turn_ids, one_line, safe_lines
 from helpers.validity import find_problems
 
@@ -141,8 +142,9 @@ def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
 
 
 def _one_line_fact(fact: Any) -> Any:
-    """A profile fact whose key, topic and value are each one line (``one_line``), for a superseded note."""
-    return replace(fact, key=one_line(fact.key), topic=one_line(fact.topic), value=one_line(fact.value))
+    """A profile fact whose key, topic and value are each one line without double quotes (``quote_text``), for
+    a superseded note: ``helpers.context_format.read_superseded_notes`` reads back exactly what it says."""
+    return replace(fact, key=quote_text(fact.key), topic=quote_text(fact.topic), value=quote_text(fact.value))
 
 
 class MemoryAssembler:

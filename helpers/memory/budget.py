@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from helpers.errors import EmptyMessageError, WorkshopError
+from helpers.context_format import read_fact_line
+from helpers.errors import ConfigError, EmptyMessageError, WorkshopError
 from helpers.memory.profile import PROFILE_HEADER
 from helpers.memory.recall import RECALL_HEADER, Recalled
 from helpers.memory.summary import RollingSummary, trim_summary_lines
@@ -44,7 +45,7 @@ class Shares:
     def __post_init__(self) -> None:
         values = (self.profile, self.summary, self.recall)
         if any(not 0 <= v <= 1 for v in values) or sum(values) > 1:
-            raise ValueError(f"shares must each be between 0 and 1 and add up to at most 1 (got {values}); "
+            raise ConfigError(f"shares must each be between 0 and 1 and add up to at most 1 (got {values}); "
                              "the window gets the rest")
 
 
@@ -131,7 +132,7 @@ def fixed_parts(system_prompt: str | None, question: str, budget: int | None, fi
         raise EmptyMessageError("the message is empty; type a question (nothing was sent and the session is "
                                 "unchanged)")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise ValueError(f"budget must be a positive whole number of tokens or None (got {budget!r})")
+        raise ConfigError(f"budget must be a positive whole number of tokens or None (got {budget!r})")
     system_msg = [{"role": "system", "content": system_prompt}] if system_prompt else []
     question_msg = {"role": "user", "content": question}
     head = [Part("fixed", fixed), Part("system", sum(map(count, system_msg)))]
@@ -214,6 +215,9 @@ _STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to
 
 def fact_text(line: str) -> str:
     """A profile line as the user would say it: ``- locker: 4471 (turn 3)`` -> ``my locker is 4471``."""
+    fact = read_fact_line(line)  # helpers.context_format: the fact line's one reader
+    if fact is not None:
+        return f"my {fact.label.replace('/', ' ')} is {fact.value}"
     label, _, value = (line[2:] if line.startswith("- ") else line).split(" (turn ", 1)[0].partition(": ")
     return f"my {label.replace('/', ' ')} is {value}" if value else label
 
