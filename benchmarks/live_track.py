@@ -52,7 +52,8 @@ TRACK = [
     Segment("06_agent_loop", ["1", "4"], ["1"], "2-3 and 5-7 (trace, parallel calls, failures, grounding)"),
     Segment("07_memory_session", ["1", "3", "4", "5", "6", "Exercise 2"], ["1", "5"],
             "2, 7-9 (scroll-out, the helper, token budgets) and exercise 1", exercise="Exercise 2"),
-    Segment("08_budgets_and_summaries", ["1", "2"], [], "3-6 and the exercises (the bridge shows only why)"),
+    Segment("08_budgets_and_summaries", ["1", "2", "6"], ["6"],
+            "3-5 and the exercises (the bridge shows why, then that the summary answers)"),
     Segment("09_recall_and_profile", ["1", "2", "5"], ["5"], "3-4, 6 and the exercises"),
     Segment("10_durable_memory", ["1", "2", "6", "10", "Exercise 3"], ["6", "10"],
             "3-5, 7-9, 11-15 and exercises 1-2", exercise="Exercise 3"),
@@ -64,9 +65,8 @@ def sections(nb) -> list[tuple[str, list]]:
     """(section key, cells) in order; the key is the number before a '## N.' heading, or the heading text."""
     found: list[tuple[str, list]] = [("intro", [])]
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            match = re.match(r"##\s+(?:(\d+)\.|(Exercise \d+))", cell.source)
-            if match:
+        if cell.cell_type == "markdown":  # a cell may open one section or several; it counts for the last
+            for match in re.finditer(r"^##\s+(?:(\d+)\.|(Exercise \d+))", cell.source, re.MULTILINE):
                 found.append((match.group(1) or match.group(2), []))
         found[-1][1].append(cell)
     return found
