@@ -28,7 +28,7 @@ def test_the_readme_plan_lists_every_segment_and_a_live_exercise():
     for segment in live_track.TRACK:
         assert f"| {segment.notebook[:2]} |" in live, f"the README's live track has no row for {segment.notebook}"
     assert any(s.exercise for s in live_track.TRACK) and "Exercise" in live
-    assert "5-minute bridge" in live and "own runtime" in live
+    assert "the bridge" in live and "08" in live and "own runtime" in live
 
 
 def test_minutes_grow_with_prose_demos_and_exercises():
