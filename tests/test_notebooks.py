@@ -56,7 +56,7 @@ def test_rhythm(notebook):
     assert re.search(r"what you built", text, re.I)
 
 
-def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_path, monkeypatch):
+def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_path):
     """Notebook 11's "Kernel → Restart, then run the cell after next": the database is in a fixed folder that
     survives the restart, and the cell after the restart loads the stored turn and answers the follow-up."""
     nbformat = pytest.importorskip("nbformat")
@@ -70,9 +70,8 @@ def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_
                   if c.cell_type == "code" and "load_session(db, \"ada\", \"planning\")" in c.source
                   and "import" in c.source)
     assert resume == restart_at + 3, "the prose says: restart, then run the cell after next"
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's fixed folder, away from other runs
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",  # a scratch folder as the notebook's
+                                     resources={"metadata": {"path": str(tmp_path)}})  # own, away from other runs
     with client.setup_kernel():
         for index in range(restart_at):
             client.execute_cell(nb.cells[index], index)
@@ -86,5 +85,5 @@ def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_
     assert not errors, errors
     assert "loaded a ChatSession with turns [(0, 'When does the AI club meet?')]" in text, text
     assert "Thursday" in text, text  # "that" is the AI club, from the stored turn
-    assert (tmp_path / "larkspur-workshop-11" / "basic.db").exists()
+    assert (tmp_path / "larkspur-data-11" / "basic.db").exists()
     assert probe.outputs[0]["text"].strip() == "False"  # a new kernel: nothing of the setup cell is left
