@@ -131,3 +131,21 @@ def test_an_empty_or_new_file_is_created_and_migrated(tmp_path):
     for db in (empty, tmp_path / "new.db"):
         with FactMemory.open(str(db)) as memory:
             assert memory.store.schema_version() == MIGRATIONS[-1][0]
+
+
+def test_opening_a_file_this_process_already_has_open_keeps_its_wal_files(tmp_path):
+    """Another process closing last must not delete the -wal/-shm files that this process still uses."""
+    import subprocess
+    import sys
+
+    from helpers.sessions.store import SQLiteSessionStore
+
+    path = tmp_path / "campus.db"
+    store = SQLiteSessionStore(path)
+    facts = FactMemory.open(str(path))
+    again = SQLiteSessionStore(path)
+    other = f"from helpers.sessions.store import SQLiteSessionStore\nSQLiteSessionStore({str(path)!r}).close()"
+    subprocess.run([sys.executable, "-c", other], check=True)
+    assert (tmp_path / "campus.db-wal").exists() and (tmp_path / "campus.db-shm").exists()
+    for closing in (again, facts, store):
+        closing.close()

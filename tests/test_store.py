@@ -727,7 +727,7 @@ def test_an_unreadable_file_is_explained(db, store, monkeypatch):
     def unreadable(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(store_module, "open", unreadable, raising=False)  # root ignores chmod, so simulate it
+    monkeypatch.setattr(store_module, "_is_sqlite", unreadable)  # root ignores chmod, so simulate it
     with pytest.raises(SessionStoreError, match=r"sessions.db cannot be read \(Permission denied\); check the "
                                                 "permissions"):
         SQLiteSessionStore(db)

@@ -217,7 +217,6 @@ _SCHEMA_COLUMNS = ["version", "name", "applied_at"]
 # only these is the workshop's, and may also hold facts (notebook 12 keeps both in one file).
 SESSION_SCHEMA_TABLE = "session_schema"
 SESSION_STORE_TABLES = frozenset({SESSION_SCHEMA_TABLE, "sessions", "session_turns", "recall_vectors"})
-_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def check_schema(conn: sqlite3.Connection, path: str) -> None:
@@ -436,24 +435,34 @@ class SQLiteFactStore:
             raise
 
     def _look_before_writing(self) -> None:
-        """Refuse a file that is not ours before any connection changes it (WAL mode rewrites the header)."""
+        """Refuse a file that is not ours before any connection changes it (WAL mode rewrites the header).
+
+        The file is read through SQLite only, never with ``open()``: closing any other handle on a database
+        file drops every lock this process holds on it (POSIX), so a session store open on the same file
+        would lose its shared lock, and another process closing last would delete the -wal and -shm files
+        still in use here.
+        """
         path = Path(self.path)
         try:
             if not path.is_file() or path.stat().st_size == 0:
                 return  # nothing to protect yet (a bad folder is reported when connecting)
-            with open(path, "rb") as handle:
-                head = handle.read(len(_SQLITE_HEADER))
         except OSError as err:
             raise FactStoreError(f"{self.path} cannot be read ({err.strerror or err}); check the permissions of "
                                  "the file and its folder, or pass another path") from None
-        if head != _SQLITE_HEADER:
-            raise FactStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); it "
-                                 "was left untouched - pass another path, or move that file away")
         try:
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as err:
             raise FactStoreError(f"could not open the fact database {self.path}: {err}; check the path and "
                                  "its permissions") from None
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            if "not a database" in str(err):
+                raise FactStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
+                                     "it was left untouched - pass another path, or move that file away") from None
+            raise FactStoreError(f"{self.path} could not be read as a fact database ({err}); it was left "
+                                 "untouched - check the file, or pass another path") from None
         try:
             check_schema(conn, self.path)
         except sqlite3.Error as err:

@@ -121,6 +121,21 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 
 # ---------------------------------------------------------------- SQLite
 
+def _is_sqlite(path: Path) -> bool:
+    """True when SQLite can read ``path`` as a database (the file is not changed)."""
+    try:
+        conn = sqlite3.connect(str(path))  # connecting and reading write nothing
+    except sqlite3.Error:
+        return True  # not readable: let the connection report why
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return True
+    except sqlite3.DatabaseError as err:
+        return "not a database" not in str(err)
+    finally:
+        conn.close()
+
+
 class SQLiteSessionStore(SessionStoreBase):
     """SessionStore in one SQLite file: WAL journal, busy timeout, BEGIN IMMEDIATE writes.
 
@@ -187,9 +202,9 @@ class SQLiteSessionStore(SessionStoreBase):
             raise SessionStoreError(f"{self.path} is a folder; pass a database file path such as "
                                     f"{path / 'sessions.db'}")
         if path.exists() and path.stat().st_size > 0:
-            with open(path, "rb") as handle:
-                head = handle.read(16)
-            if head != b"SQLite format 3\x00":
+            # Read through SQLite, never open(): closing another handle on a database file drops every lock
+            # this process holds on it (POSIX), and a store already open here would lose its shared lock.
+            if not _is_sqlite(path):
                 raise SessionStoreError(f"{self.path} is not a SQLite database "
                                         "(another kind of file, or corrupt); "
                                         "it was left untouched - pass another path, or move that file away")
