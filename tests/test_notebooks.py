@@ -85,5 +85,6 @@ def test_notebook_11_resumes_its_stored_session_after_a_real_kernel_restart(tmp_
     assert not errors, errors
     assert "loaded a ChatSession with turns [(0, 'When does the AI club meet?')]" in text, text
     assert "Thursday" in text, text  # "that" is the AI club, from the stored turn
-    assert (tmp_path / "larkspur-data-11" / "basic.db").exists()
+    latest = Path((tmp_path / "larkspur-data-11" / "latest").read_text())
+    assert latest.parent == tmp_path / "larkspur-data-11" and (latest / "basic.db").exists()
     assert probe.outputs[0]["text"].strip() == "False"  # a new kernel: nothing of the setup cell is left
