@@ -18,29 +18,13 @@ from helpers.session_snapshot import Snapshots
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
 from helpers.tokens import approx_tokens
+from test_store import NotingSession  # one definition of the plug-in stand-in
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ["When does the AI club meet?", "How many days until that?", "Where can I print a poster?",
              "And when are the faculty office hours?", "Is the library open on Sunday?"]
 
 
-class NotingSession(ChatSession):
-    """A session with extra memory state (as a summary or profile plug-in adds)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.notes: list[str] = []
-
-    def chat(self, text):
-        answer = super().chat(text)
-        self.notes.append(text[:12])
-        return answer
-
-    def memory_state(self):
-        return {"summary": " / ".join(self.notes)} if self.notes else {}
-
-    def restore_memory_state(self, state):
-        self.notes = state["summary"].split(" / ") if state else []
 
 
 def tables(store) -> tuple:
