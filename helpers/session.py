@@ -17,7 +17,6 @@ within ``max_tokens``.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 from helpers.agent import MAX_STEPS
@@ -217,15 +216,16 @@ class ChatSession(Snapshots):
 
     def _save_point(self) -> tuple:
         """What a failed turn must put back. The window is a value, so keeping its reference is enough;
-        only the memory state (summary, recall) is copied."""
-        memory = copy.deepcopy(self.memory_state()) if self.memory is not None else None
-        return self._window, self._next_id, len(self.dropped), memory
+        the memory gives its checkpoint (``Snapshots.memory_checkpoint``)."""
+        memory = self.memory_checkpoint() if self.memory is not None else None
+        return self._window, self._next_id, len(self.dropped), len(self.turns), memory
 
     def _restore_point(self, saved: tuple) -> None:
-        self._window, self._next_id, dropped, memory = saved
+        self._window, self._next_id, dropped, records, memory = saved
         del self.dropped[dropped:]
+        del self.turns[records:]  # the record of a turn whose memory step failed
         if self.memory is not None:
-            self.restore_memory_state(memory)
+            self.memory_rollback(memory)
 
     def _keep_turn(self, added: list[dict], learn: int | None) -> int:
         """Keep a finished turn under a new id; ask the ledger for the newest ``learn`` messages' costs.

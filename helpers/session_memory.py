@@ -10,7 +10,15 @@ that starts the turn), ``count`` (a message's tokens, for the statistics), then 
 finished turn). ``discard`` follows an undo, ``reset`` a reset, ``state``/``restore`` make and
 load snapshots (and roll a failed turn back), ``attach`` hands over the session's client.
 
-Optional extras, looked up with ``getattr`` where they are used and so not part of the protocol:
+``TurnPartedMemory`` adds what lets a long conversation save in the time of one turn: ``state()`` keeps
+what the memory knows of each turn under ``"turns"`` (``{str(turn_id): part}``), ``turn_state`` and
+``shared_state`` read one turn's part and the rest, and ``checkpoint``/``rollback``/``state_at`` take a
+failed turn back without copying the history. The promise behind it: a turn's part is set by
+``remember`` and removed by ``discard`` (``reset`` and ``restore`` replace everything), so a store
+writes a part only with its turn's row. A memory without these methods still works: the session
+copies and saves its whole state.
+
+Other optional extras, looked up with ``getattr`` where they are used and so not declared here:
 ``defer_writes``/``write_deferred`` (``helpers.sessions.persistent``: facts written once the turn is
 saved) and ``recall`` (``helpers.sessions``: the recall index whose vectors are stored).
 """
@@ -53,3 +61,23 @@ class Memory(Protocol):
 
     def restore(self, state: dict | None) -> None:
         """Counterpart of ``state``."""
+
+
+@runtime_checkable
+class TurnPartedMemory(Memory, Protocol):
+    """A ``Memory`` whose state is a small shared part plus one part per turn (see the module)."""
+
+    def shared_state(self) -> dict:
+        """``state()`` with ``"turns"`` empty: what does not belong to one turn (a summary, pins)."""
+
+    def turn_state(self, turn_id: int) -> Any:
+        """What the memory keeps of one turn (``state()["turns"][str(turn_id)]``), or None."""
+
+    def checkpoint(self) -> Any:
+        """Where the memory stands now, without copying any turn's part (parts are never changed in place)."""
+
+    def rollback(self, point: Any) -> None:
+        """Back to ``checkpoint``."""
+
+    def state_at(self, point: Any) -> dict:
+        """The ``state()`` the memory had at ``checkpoint``."""

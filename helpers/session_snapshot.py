@@ -20,6 +20,12 @@ methods make a save cost the new turn instead:
 * ``restore_mark(mark)`` puts the session back where it stood (a change whose save failed), and
   ``snapshot_at(mark)`` is the full snapshot it had then (only failure paths need it).
 
+The memory's state (``helpers.session_memory``) is handled the same way when the memory can: its
+``shared_state()`` (a summary, pins: small) goes with the fields, and each changed turn carries
+``turn_state(turn_id)``, what the memory keeps of that turn (its recall entry, its profile
+statements), so nothing in a save grows with the history. A mark keeps the memory's
+``checkpoint()``, not a copy of its state. A memory without these methods is copied and saved whole.
+
 They rely on what the session's own operations do: a turn appends to the window, the dropped
 turns and the records; trimming moves the oldest kept turns to the dropped ones; undo removes the
 newest kept turn; reset and ``load_snapshot`` replace the lists. Changing those lists in place in
@@ -91,7 +97,7 @@ class SnapshotMark:
     records_cut: int  # records before this index belong to turns older than the window: no change touches them
     records_last: Any  # records[records_cut - 1]
     records_tail: tuple  # records[records_cut:] at the time: the window's turns, which undo may remove
-    memory: dict | None  # a deep copy of memory_state() (None: not kept, so the mark cannot restore)
+    memory: Any  # memory_checkpoint() (None: not kept, so the mark cannot restore)
     plain: bool  # the turns were in the order the session's own operations keep (see _in_plain_order)
 
     @property
@@ -170,13 +176,47 @@ class Snapshots:
         }
 
     def memory_state(self) -> dict:
-        """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots."""
+        """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots.
+
+        A subclass that overrides this (and ``restore_memory_state``) without a ``memory=`` gets the
+        whole-state defaults of the four methods below."""
         return self.memory.state() if self.memory is not None else {}
 
     def restore_memory_state(self, state: dict) -> None:
         """Counterpart of ``memory_state``."""
         if self.memory is not None:
             self.memory.restore(state)
+
+    def _memory_can(self, method: str) -> bool:
+        return self.memory is not None and callable(getattr(self.memory, method, None))
+
+    def memory_checkpoint(self) -> Any:
+        """Where the memory stands, to go back to (``memory_rollback``): its ``checkpoint()``, else a copy
+        of its whole state."""
+        if self._memory_can("checkpoint"):
+            return self.memory.checkpoint()
+        return copy.deepcopy(self.memory_state())
+
+    def memory_rollback(self, point: Any) -> None:
+        """Counterpart of ``memory_checkpoint``."""
+        if self._memory_can("rollback"):
+            self.memory.rollback(point)
+        else:
+            self.restore_memory_state(copy.deepcopy(point))
+
+    def memory_state_at(self, point: Any) -> dict:
+        """The ``memory_state()`` the session had at ``point`` (a ``memory_checkpoint``)."""
+        if self._memory_can("state_at"):
+            return self.memory.state_at(point)
+        return copy.deepcopy(point)
+
+    def _memory_shared(self) -> dict:
+        """The memory state without any turn's part (all of it, for a memory that has no parts)."""
+        return self.memory.shared_state() if self._memory_can("shared_state") else self.memory_state()
+
+    def _memory_of_turn(self, turn_id: int) -> Any:
+        """What the memory keeps of one turn (None: nothing, or a memory that keeps no parts)."""
+        return self.memory.turn_state(turn_id) if self._memory_can("turn_state") else None
 
     @classmethod
     def from_snapshot(cls, state: dict, **kwargs):
@@ -230,7 +270,7 @@ class Snapshots:
     # ------------------------------------------------------------ what changed since a moment
     def mark(self, *, memory: bool = True) -> SnapshotMark:
         """Where the session stands now (see the module): for ``changes_since``, ``restore_mark`` and
-        ``snapshot_at``. Costs the window, plus a copy of the memory state unless ``memory=False``."""
+        ``snapshot_at``. Costs the window, plus the memory's checkpoint unless ``memory=False``."""
         window, records = self._window, self.turns
         oldest = window.turn_ids[0] if window.turn_ids else self._next_id
         cut = len(records)
@@ -239,7 +279,7 @@ class Snapshots:
         return SnapshotMark(window, self._next_id, self.dropped, len(self.dropped),
                             self.dropped[-1] if self.dropped else None, records, cut,
                             records[cut - 1] if cut else None, tuple(records[cut:]),
-                            copy.deepcopy(self.memory_state()) if memory else None,
+                            self.memory_checkpoint() if memory else None,
                             getattr(self, "_plain_order", True))
 
     def changes_since(self, mark: SnapshotMark) -> SnapshotChanges | None:
@@ -287,9 +327,12 @@ class Snapshots:
                          and now_records.get(turn_id) is before_records.get(turn_id))
             if not unchanged and (body or turn_id in before):
                 changed[turn_id] = copy.deepcopy(body)
+                part = self._memory_of_turn(turn_id) if body else None
+                if part is not None:  # the row is written whole: what the memory keeps of the turn goes too
+                    changed[turn_id]["memory"] = copy.deepcopy(part)
         fields = {"version": 1, "system_prompt": self.system_prompt, "max_turns": self.max_turns,
                   "max_tokens": self.max_tokens, "turn_ids": list(window.turn_ids), "next_id": self._next_id,
-                  "memory": self.memory_state()}
+                  "memory": self._memory_shared()}
         return SnapshotChanges(fields, [], changed, len(window.turn_ids), len(dropped))
 
     def _check_mark(self, mark: SnapshotMark) -> None:
@@ -303,7 +346,7 @@ class Snapshots:
         self._check_mark(mark)
         records = [*mark.records[:mark.records_cut], *mark.records_tail]
         return self._snapshot_of(mark.window, mark.next_id, records, mark.dropped[:mark.dropped_count],
-                                 copy.deepcopy(mark.memory))
+                                 self.memory_state_at(mark.memory))
 
     def restore_mark(self, mark: SnapshotMark) -> None:
         """Put the session back where it stood at ``mark`` (window, turn ids, dropped turns, records, memory)."""
@@ -313,4 +356,4 @@ class Snapshots:
         mark.records.extend(mark.records_tail)
         self.dropped, self.turns = mark.dropped, mark.records
         self._window, self._next_id, self._plain_order = mark.window, mark.next_id, mark.plain
-        self.restore_memory_state(copy.deepcopy(mark.memory))
+        self.memory_rollback(mark.memory)

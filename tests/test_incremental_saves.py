@@ -14,9 +14,10 @@ import pytest
 from helpers.ledger import UsageLedger
 from helpers.memory.assembler import MemoryAssembler
 from helpers.session import ChatSession, Memory
+from helpers.session_memory import TurnPartedMemory
 from helpers.session_snapshot import Snapshots
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
+from helpers.sessions.store import MIGRATIONS, SessionStoreError, SQLiteSessionStore
 from helpers.tokens import approx_tokens
 from test_store import NotingSession  # one definition of the plug-in stand-in
 
@@ -53,7 +54,8 @@ def counting_saves(monkeypatch, store) -> list[bool]:
 
 @pytest.mark.parametrize("seed, kwargs, backend", [
     (1, {"max_turns": 2}, "sqlite"), (2, {"max_tokens": 700}, "sqlite"), (3, {}, "sqlite"),
-    (4, {"max_turns": 1, "session_class": NotingSession}, "sqlite"), (5, {"max_turns": 2}, "postgres")])
+    (4, {"max_turns": 1, "session_class": NotingSession}, "sqlite"), (5, {"max_turns": 2}, "postgres"),
+    (6, {"max_turns": 2, "memory": "assistant"}, "sqlite"), (7, {"max_turns": 1, "memory": "assistant"}, "postgres")])
 def test_saving_what_changed_stores_exactly_what_a_whole_snapshot_save_stores(tmp_path, monkeypatch, seed, kwargs,
                                                                               backend):
     rng = random.Random(seed)
@@ -67,19 +69,25 @@ def test_saving_what_changed_stores_exactly_what_a_whole_snapshot_save_stores(tm
         delta = PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "d_"))
     whole = SQLiteSessionStore(tmp_path / "whole.db")
     kinds = counting_saves(monkeypatch, delta)
+    asked = QUESTIONS
+    if kwargs.get("memory") == "assistant":  # summary, recall and a profile, with statements to remember
+        from helpers.memory.profile import ProfileMemory
+
+        kwargs = {**kwargs, "memory": MemoryAssembler(profile=ProfileMemory(user_id="ada"))}
+        asked = QUESTIONS + ["My name is Ada.", "My locker number is 4471.", "Actually my locker is 5120.", "hi"]
     session = PersistentSession.open(delta, "ada", "s1", **kwargs)
     ops = ["chat"] * 6 + ["undo", "undo", "reset", "unsaved", "fail", "reload", "load"]
     for step in range(30):
         op = rng.choice(ops) if step > 2 else "chat"
         if op == "chat":
-            session.chat(rng.choice(QUESTIONS))
+            session.chat(rng.choice(asked))
         elif op == "undo":
             session.undo()
         elif op == "reset":
             session.reset()
         elif op == "unsaved":  # turns asked on the session itself, saved later together
-            session.session.chat(rng.choice(QUESTIONS))
-            session.session.chat(rng.choice(QUESTIONS))
+            session.session.chat(rng.choice(asked))
+            session.session.chat(rng.choice(asked))
             session.save()
         elif op == "fail":  # a save that fails is rolled back; the store keeps what it had
             before = tables(delta)
@@ -87,13 +95,13 @@ def test_saving_what_changed_stores_exactly_what_a_whole_snapshot_save_stores(tm
                 m.setattr(delta, "_transaction_for", lambda *a: (_ for _ in ()).throw(
                     SessionStoreError("the disk is read-only (simulated)")))
                 with pytest.raises(SessionStoreError):
-                    session.chat(rng.choice(QUESTIONS))
+                    session.chat(rng.choice(asked))
             assert tables(delta) == before
         elif op == "reload":
             session.reload()
         elif op == "load":  # the whole state replaced in place (as a stored copy would)
             session.session.load_snapshot(session.snapshot())
-            session.chat(rng.choice(QUESTIONS))
+            session.chat(rng.choice(asked))
         whole.save("ada", "s1", session.snapshot())
         assert tables(delta) == tables(whole), (step, op)
         assert delta.load_state("ada", "s1").state == session.snapshot()
@@ -147,7 +155,7 @@ def test_a_session_saved_before_schema_3_is_read_and_continued(tmp_path):
         conn.execute("DELETE FROM session_schema WHERE version > 2")
     conn.close()
     store = SQLiteSessionStore(path)
-    assert store.schema_version() == 3
+    assert store.schema_version() == MIGRATIONS[-1][0]
     resumed = PersistentSession.open(store, "ada", "s1", max_turns=1)
     assert resumed.snapshot() == state
     resumed.chat(QUESTIONS[3])
@@ -265,13 +273,15 @@ def test_the_ledger_notices_a_field_given_a_new_value_and_keeps_equal_copies_apa
 
 MEMBERS = {"window_turns", "attach", "forget", "build", "count", "remember", "discard", "reset", "state",
            "restore"}
+PARTED = {"shared_state", "turn_state", "checkpoint", "rollback", "state_at"}  # TurnPartedMemory's additions
 
 
 def test_the_memory_protocol_lists_what_chatsession_uses_and_the_assembler_has_it():
     declared = {n for n in vars(Memory) if not n.startswith("_")} | set(Memory.__annotations__)
     assert declared == MEMBERS
-    assert isinstance(MemoryAssembler(), Memory)
-    assert not isinstance(object(), Memory)
+    assert {n for n in vars(TurnPartedMemory) if not n.startswith("_")} == PARTED
+    assert isinstance(MemoryAssembler(), Memory) and isinstance(MemoryAssembler(), TurnPartedMemory)
+    assert not isinstance(object(), Memory) and not isinstance(OnlyTheProtocol(), TurnPartedMemory)
 
 
 def test_the_session_layer_reads_no_other_member_of_its_memory():
@@ -283,7 +293,7 @@ def test_the_session_layer_reads_no_other_member_of_its_memory():
                      and isinstance(node.value.value, ast.Name) and node.value.value.id == "self")
                     or (isinstance(node.value, ast.Name) and node.value.id == "memory")):
                 used.add(node.attr)
-    assert used and used <= MEMBERS, used - MEMBERS
+    assert used and used <= MEMBERS | PARTED, used - MEMBERS - PARTED
 
 
 class OnlyTheProtocol:

@@ -463,7 +463,8 @@ def test_fork_of_a_session_with_profile_memory_forgets_what_later_turns_added(st
     session = PersistentSession.open(store, "ada", "main", memory=MemoryAssembler(recall=False))
     session.chat("My name is Ada. When does the AI club meet?")
     session.chat("I'm vegetarian. Where can I print a poster?")
-    profile = lambda s: {f["value"] for f in s.memory_state()["profile"]["statements"]}  # noqa: E731
+    profile = lambda s: {f["value"] for part in s.memory_state()["turns"].values()  # noqa: E731
+                         for f in part.get("profile", [])}
     assert profile(session) == {"Ada", "vegetarian"}
     with pytest.raises(ForkError, match="own memory"):
         session.fork(1, "branch")
@@ -840,7 +841,9 @@ def test_a_restored_session_embeds_nothing_already_stored(any_store, monkeypatch
     before = embedded(session)
     assert sorted(before) == [0, 1, 2] == stored_vector_turns(any_store)
     header = json.loads(run_sql(any_store, "SELECT header FROM sessions")[0][0])
-    assert set(header["memory"]["recall"]) == {"quotes", "texts", "skipped", "answers"}  # no vectors in JSON
+    assert header["memory"]["recall"] == {} and header["memory"]["turns"] == {}  # each turn's part is in its row
+    bodies = [json.loads(row[0]) for row in run_sql(any_store, "SELECT body FROM session_turns ORDER BY turn_id")]
+    assert all(set(body["memory"]["recall"]) <= {"quote", "texts", "answers"} for body in bodies[:3])  # no vectors
     store = reopened(any_store)
     sent = counting_embedder(monkeypatch)
     restored = recalling(store)
@@ -902,7 +905,7 @@ def test_a_schema_version_1_database_is_migrated_and_keeps_working(any_store, mo
     run_sql(any_store, "DELETE FROM session_schema WHERE version > 1")
     assert any_store.schema_version() == 1
     store = reopened(any_store)
-    assert store.schema_version() == store_module.MIGRATIONS[-1][0] == 3
+    assert store.schema_version() == store_module.MIGRATIONS[-1][0] == 4
     restored = recalling(store)
     assert restored.session.turn_ids == [2, 3] and restored.session.memory.recall.pending == [0, 1, 2]
     assert "4471" in restored.chat(LOCKER)  # embeds the old turns once, and the save stores them

@@ -295,20 +295,97 @@ class MemoryAssembler:
         if self.profile is not None:
             self.profile.restore({})
 
+    # -- snapshots: a small shared part, and one part per turn (see ``helpers.session_memory``)
+    def shared_state(self) -> dict:
+        """The state without any turn's part: summary, turns waiting for it, pins (``"turns"`` left empty)."""
+        return {"summary": self.summary.to_dict(), "pending": [[i, list(m)] for i, m in self.pending],
+                "keep": list(self.keep), "recall": {} if self.recall is not None else None,
+                "profile": {"user_id": self.profile.user_id} if self.profile is not None else None,
+                "turns": {}}
+
+    def turn_state(self, turn_id: int) -> dict | None:
+        """What recall and the profile keep of one turn (set by ``remember``, removed by ``discard``), or None."""
+        part = {}
+        if self.recall is not None and (recall := self.recall.turn_state(turn_id)) is not None:
+            part["recall"] = recall
+        if self.profile is not None and (profile := self.profile.turn_state(turn_id)) is not None:
+            part["profile"] = profile
+        return part or None
+
     def state(self) -> dict:
-        """JSON-ready state for ``ChatSession.snapshot()``."""
-        return {"summary": self.summary.to_dict(), "pending": [[i, m] for i, m in self.pending],
-                "keep": self.keep,
-                "recall": self.recall.state() if self.recall is not None else None,
-                "profile": self.profile.state() if self.profile is not None else None}
+        """JSON-ready state for ``ChatSession.snapshot()``: ``shared_state`` and every turn's part."""
+        state = self.shared_state()
+        ids = set()
+        if self.recall is not None:
+            ids.update(self.recall.texts, self.recall.skipped)
+        if self.profile is not None:
+            ids.update(s["turn_id"] for s in [*self.profile.statements, *(self.profile.pending or ())])
+        state["turns"] = {str(i): part for i in sorted(ids) if (part := self.turn_state(i)) is not None}
+        return state
 
     def restore(self, state: dict | None) -> None:
-        """Counterpart of ``state``."""
+        """Counterpart of ``state`` (also reads states saved before turns had parts of their own)."""
         state = state or {}
         self.summary = RollingSummary.from_dict(state.get("summary"))
         self.pending = [(int(i), list(m)) for i, m in state.get("pending", [])]
         self.keep = list(state.get("keep", self.keep))
+        recall, profile = state.get("recall"), state.get("profile")
+        if "turns" in state:  # each turn's part back into the recall index's and the profile's own states
+            recall, profile = _split_turns(state["turns"], recall, profile)
         if self.recall is not None:
-            self.recall.restore(state.get("recall"))
+            self.recall.restore(recall)
         if self.profile is not None:
-            self.profile.restore(state.get("profile"))
+            self.profile.restore(profile)
+
+    def checkpoint(self) -> tuple:
+        """Where the memory stands now, for ``rollback`` and ``state_at``; copies the shared part only."""
+        return (RollingSummary.from_dict(self.summary.to_dict()), [(i, list(m)) for i, m in self.pending],
+                list(self.keep), self.recall.checkpoint() if self.recall is not None else None,
+                self.profile.checkpoint() if self.profile is not None else None)
+
+    def rollback(self, point: tuple) -> None:
+        """Back to ``checkpoint`` (a failed turn or save): what the turns since added is forgotten."""
+        summary, pending, keep, recall, profile = point
+        self.summary, self.pending, self.keep = summary, list(pending), list(keep)
+        if self.recall is not None:
+            self.recall.rollback(recall)
+        if self.profile is not None:
+            self.profile.rollback(profile)
+
+    def state_at(self, point: tuple) -> dict:
+        """The ``state()`` the memory had at ``checkpoint`` (the memory itself is not changed)."""
+        summary, pending, keep, recall, profile = point
+        turns: dict[int, dict] = {}
+        if recall is not None:
+            quotes, texts, answers, skipped = recall
+            for i in skipped:
+                turns.setdefault(i, {})["recall"] = {"skipped": True}
+            for i, pieces in texts.items():
+                part = {"quote": quotes[i], "texts": list(pieces)}
+                if answers.get(i):
+                    part["answers"] = answers[i]
+                turns.setdefault(i, {})["recall"] = part
+        if profile is not None:
+            for statement in [*profile[0], *(profile[1] or ())]:
+                turns.setdefault(statement["turn_id"], {}).setdefault("profile", []).append(dict(statement))
+        return {"summary": summary.to_dict(), "pending": [[i, list(m)] for i, m in pending], "keep": list(keep),
+                "recall": {} if recall is not None else None,
+                "profile": {"user_id": self.profile.user_id} if profile is not None else None,
+                "turns": {str(i): turns[i] for i in sorted(turns)}}
+
+
+def _split_turns(turns: dict, recall: dict | None, profile: dict | None) -> tuple[dict, dict]:
+    """The recall index's and the profile's whole states from per-turn parts (``MemoryAssembler.state``)."""
+    recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}}
+    statements = []
+    for key in sorted(turns, key=int):
+        part = turns[key]
+        found = part.get("recall")
+        if found is not None and found.get("skipped"):
+            recall_state["skipped"].append(int(key))
+        elif found is not None:
+            recall_state["quotes"][key], recall_state["texts"][key] = found["quote"], list(found["texts"])
+            if found.get("answers"):
+                recall_state["answers"][key] = found["answers"]
+        statements += [dict(s) for s in part.get("profile", [])]
+    return recall_state, {**(profile or {}), "statements": statements}

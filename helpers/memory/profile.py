@@ -29,6 +29,8 @@ superseded and its turn. Every line is one line, written by ``helpers.context_fo
 """
 from __future__ import annotations
 
+import json
+
 import logging
 import re
 import unicodedata
@@ -111,6 +113,11 @@ def _items(candidates: Sequence[Candidate]) -> list[dict]:
     return [dict(zip(("key", "topic"), split_label(c.attribute)), value=c.value) for c in candidates]
 
 
+def _key(statement: dict) -> str:
+    """A statement as one hashable value (statements are compared whole, as JSON data)."""
+    return json.dumps(statement, sort_keys=True, default=str)
+
+
 class ProfileMemory:
     """The user's current facts, read from a ``FactMemory`` that reconciles every statement.
 
@@ -148,6 +155,7 @@ class ProfileMemory:
         self.statements: list[dict] = []  # what update() wrote: the log state() carries (see the class)
         self.pending: list[dict] | None = None  # held until their turn is saved; None: written at once
         self.rejected: list[str] = []
+        self._ordered: tuple | None = None  # (log, statements checked, in turn order): see turn_state
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
         """Use this client/settings unless others were given explicitly."""
@@ -346,6 +354,52 @@ class ProfileMemory:
         lines = self.lines(now)
         return {"role": "system", "content": PROFILE_HEADER + "\n" + "\n".join(lines)} if lines else None
 
+    # -- what it keeps of one turn, and taking a failed turn back
+    def turn_state(self, turn_id: int) -> list[dict] | None:
+        """The statements of one turn (written and held), in the order stated; None when it stated none.
+
+        A turn's statements are added by ``update`` and removed by ``discard``; nothing else changes them.
+        The log is in turn order unless a restore caught up an older turn, so the newest turns are found
+        at its end without reading the whole log."""
+        found = [s for s in (self.pending or ()) if s["turn_id"] == turn_id]
+        log = self.statements
+        if self._in_turn_order(log):
+            before = []
+            for statement in reversed(log):
+                if statement["turn_id"] < turn_id:
+                    break
+                if statement["turn_id"] == turn_id:
+                    before.append(statement)
+            found = before[::-1] + found
+        else:
+            found = [s for s in log if s["turn_id"] == turn_id] + found
+        return [dict(s) for s in found] or None
+
+    def _in_turn_order(self, log: list[dict]) -> bool:
+        """True when ``log`` is in turn order (checked once per new log, then per appended statement)."""
+        known = self._ordered
+        if known is None or known[0] is not log or known[1] > len(log):
+            known = (log, 0, True)
+        _, checked, ordered = known
+        if ordered and checked < len(log):
+            ordered = all(log[i - 1]["turn_id"] <= log[i]["turn_id"] for i in range(max(checked, 1), len(log)))
+        self._ordered = (log, len(log), ordered)
+        return ordered
+
+    def checkpoint(self) -> tuple:
+        """Where the log stands now, for ``rollback`` (shallow copies: statements are never changed in place)."""
+        return list(self.statements), None if self.pending is None else list(self.pending)
+
+    def rollback(self, point: tuple) -> None:
+        """Back to ``checkpoint`` (a failed turn): as ``restore`` of that state, without reading the store.
+
+        Nothing is written: a shared store never received the held statements of a turn that failed."""
+        statements, pending = point
+        if self._private and statements != self.statements:
+            self._rebuild(list(statements))
+        self.statements = list(statements)
+        self.pending = None if pending is None else list(pending)
+
     # -- saving
     def state(self) -> dict:
         """JSON-ready state: the log of statements written, and any still held (see the class)."""
@@ -375,9 +429,11 @@ class ProfileMemory:
             if statements != self.statements:
                 self._rebuild(statements)
             return
-        new = [s for s in statements if s not in self.statements]
+        known = {_key(s) for s in self.statements}
+        new = [s for s in statements if _key(s) not in known]
         missing = self._unrecorded(new) if new else []
-        self.statements = [s for s in statements if s not in missing]
+        gone = {_key(s) for s in missing}
+        self.statements = [s for s in statements if _key(s) not in gone]
         if not missing:
             return
         if self.pending is not None:

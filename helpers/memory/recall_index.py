@@ -16,7 +16,14 @@ crowd statements out; a turn found by the user's own statement is quoted by that
 and the tools used and the answer are quoted only when the answer is what matched.
 
 Stored vectors can be kept beside the turns (``export_vectors`` / ``import_vectors``, with the
-embedding model's name) so a restored session does not embed its whole history again. If
+embedding model's name) so a restored session does not embed its whole history again. Rows are only
+ever appended, so the ones embedded since the last save are the tail of the matrix: ``export_vectors(
+unsaved=True)`` hands over only those, and ``vectors_saved`` moves the line once they are stored.
+
+What the index keeps of one turn (``turn_state``: its quote and pieces, or that it was skipped) is set
+by ``add`` and removed by ``discard``, and nothing else changes it, so a store can keep it beside the
+turn. ``checkpoint``/``rollback`` take a failed turn back without copying the history (the per-turn
+entries are shared, never changed in place) and keep every vector still valid. If
 embedding fails, ``search`` returns nothing with a one-line ``RecallWarning``; the turns stay
 queued and are embedded on a later search. Raw turns are never discarded.
 """
@@ -62,6 +69,7 @@ class RecallIndex:
         self._ids: list[int] = []  # turn id of each row of _matrix
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
+        self._saved_rows = 0  # the leading rows of _matrix a store holds (see vectors_saved)
         self._query: tuple[str, np.ndarray] | None = None  # the latest question and its vector
         self._said_best: set[int] = set()  # in the latest search, turns whose best piece was a statement
         self._other: dict[str, np.ndarray] = {}  # vectors of texts ranked by ``similarity`` (profile lines)
@@ -100,22 +108,61 @@ class RecallIndex:
         self.quotes.pop(turn_id, None)
         self.texts.pop(turn_id, None)
         self.answers.pop(turn_id, None)
-        rows = [r for r, i in enumerate(self._ids) if i == turn_id]
-        if rows:
-            self._ids = [i for i in self._ids if i != turn_id]
-            self._matrix = np.delete(self._matrix, rows, axis=0)
-            self._is_answer = np.delete(self._is_answer, rows)
+        if turn_id in self.skipped:
+            self.skipped = [i for i in self.skipped if i != turn_id]
+        if turn_id in self._ids:
+            self._keep_rows(np.asarray(self._ids) != turn_id)
+
+    def _keep_rows(self, keep: np.ndarray) -> None:
+        """Keep only the matrix rows where ``keep`` is True (the saved line moves with the rows it passes)."""
+        self._saved_rows = int(keep[:self._saved_rows].sum())
+        self._ids = [i for i, k in zip(self._ids, keep.tolist()) if k]
+        self._matrix = self._matrix[keep] if len(self._ids) else np.zeros((0, 0), dtype=np.float32)
+        self._is_answer = self._is_answer[keep]
+
+    # -- what it keeps of one turn, and taking a failed turn back
+    def turn_state(self, turn_id: int) -> dict | None:
+        """What the index keeps of one turn (JSON-ready), or None: set by ``add``, removed by ``discard``."""
+        if turn_id in self.texts:
+            part = {"quote": self.quotes[turn_id], "texts": list(self.texts[turn_id])}
+            if self.answers.get(turn_id):
+                part["answers"] = self.answers[turn_id]
+            return part
+        return {"skipped": True} if turn_id in self.skipped else None
+
+    def checkpoint(self) -> tuple:
+        """Where the index stands now, for ``rollback`` (shallow copies: entries are never changed in place)."""
+        return dict(self.quotes), dict(self.texts), dict(self.answers), list(self.skipped)
+
+    def rollback(self, point: tuple) -> None:
+        """Back to ``checkpoint``; vectors of turns still indexed with the same pieces are kept."""
+        quotes, texts, answers, skipped = point
+        self.quotes, self.texts, self.answers, self.skipped = dict(quotes), dict(texts), dict(answers), list(skipped)
+        if self._ids:
+            self._keep_rows(np.array([i in texts for i in self._ids], dtype=bool))
 
     def embedding_model(self) -> str:
         """The name of the embedding model this index embeds with."""
         return self.model or (self.settings or get_settings()).embedding_model
 
-    def export_vectors(self) -> tuple[str, dict[int, np.ndarray]]:
-        """(model name, turn id -> its pieces' vectors, float32 rows): to store beside the turns."""
+    def export_vectors(self, *, unsaved: bool = False) -> tuple[str, dict[int, np.ndarray]]:
+        """(model name, turn id -> its pieces' vectors, float32 rows): to store beside the turns.
+
+        ``unsaved=True``: only the rows added since the line ``vectors_saved`` last moved (the tail)."""
+        start = self._saved_rows if unsaved else 0
         rows: dict[int, list[int]] = {}
-        for row, turn_id in enumerate(self._ids):
+        for row, turn_id in enumerate(self._ids[start:], start):
             rows.setdefault(turn_id, []).append(row)
         return self.embedding_model(), {i: self._matrix[r].astype(np.float32) for i, r in rows.items()}
+
+    @property
+    def rows(self) -> int:
+        """How many vectors the index holds (one per embedded piece)."""
+        return len(self._ids)
+
+    def vectors_saved(self, rows: int) -> None:
+        """The first ``rows`` vectors (``rows`` read before the save that wrote them) are now stored."""
+        self._saved_rows = max(self._saved_rows, min(rows, len(self._ids)))
 
     def import_vectors(self, model: str, vectors: Mapping[int, np.ndarray]) -> int:
         """Use stored vectors instead of embedding again; only from the same model and for the same pieces.
@@ -131,7 +178,10 @@ class RecallIndex:
             return 0
         if not taken:
             return 0
+        stored = self._saved_rows == len(self._ids)  # nothing unsaved before them: they extend the saved part
         self._add_rows([i for i, _ in taken], np.vstack([m for _, m in taken]))
+        if stored:
+            self._saved_rows = len(self._ids)
         return len(taken)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
@@ -236,3 +286,4 @@ class RecallIndex:
         self.answers = {int(i): int(n) for i, n in state.get("answers", {}).items()}
         self._ids, self._matrix = [], np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)
+        self._saved_rows = 0

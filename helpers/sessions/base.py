@@ -192,15 +192,23 @@ class SessionStoreBase:
                        wanted: set[int] | None) -> None:
         """Store the vectors of turns not stored yet (or stored from another model, other pieces or damaged).
 
-        Only turns whose rows exist get vectors (``wanted``; None reads them). Rows of turns that are
-        gone were deleted with their turn rows (ON DELETE CASCADE).
+        Only turns whose rows exist get vectors (``wanted``; None reads those of ``vectors`` alone, and
+        writes them without comparing: a save of what changed hands over only vectors not stored yet).
+        Rows of turns that are gone were deleted with their turn rows (ON DELETE CASCADE).
         """
-        if wanted is None:
-            wanted = {row[0] for row in execute("SELECT turn_id FROM session_turns WHERE user_id = ? AND "
-                                                "session_id = ?", (user_id, session_id)).fetchall()}
-        have = {row[0]: tuple(row[1:]) for row in execute(
-            "SELECT turn_id, model, source, length(vector) FROM recall_vectors WHERE user_id = ? AND "
-            "session_id = ?", (user_id, session_id)).fetchall()}
+        have: dict[int, tuple] = {}
+        if wanted is None:  # a save of what changed: only these turns' rows are read (the vectors are new)
+            ids = sorted({row[0] for row in vectors})
+            wanted = set()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                wanted.update(row[0] for row in execute(
+                    "SELECT turn_id FROM session_turns WHERE user_id = ? AND session_id = ? AND turn_id IN ("
+                    + ", ".join("?" * len(chunk)) + ")", (user_id, session_id, *chunk)).fetchall())
+        else:
+            have = {row[0]: tuple(row[1:]) for row in execute(
+                "SELECT turn_id, model, source, length(vector) FROM recall_vectors WHERE user_id = ? AND "
+                "session_id = ?", (user_id, session_id)).fetchall()}
         new = [(user_id, session_id, *row) for row in vectors
                if row[0] in wanted and have.get(row[0]) != (row[1], row[3], len(row[4]))]
         if new:

@@ -9,8 +9,11 @@ A session is stored under ``(user_id, session_id)`` as:
   a header still does when a snapshot keeps those turns out of ascending order.)
 * one **row per turn**: ``(turn_id, state, question, body, digest)``. ``body`` is the turn's JSON -
   ``{"kept": messages}`` while it is in the window or ``{"dropped": {"messages", "tokens"}}`` once
-  trimming dropped it, plus ``"record"`` (its TurnRecord) - ``state`` says which, ``question`` is
-  shown in listings and ``digest`` is a SHA-256 of the body.
+  trimming dropped it, plus ``"record"`` (its TurnRecord) and ``"memory"`` (what the memory keeps of
+  that turn: its recall entry, its profile statements; the snapshot's ``memory["turns"][id]``) -
+  ``state`` says which, ``question`` is shown in listings and ``digest`` is a SHA-256 of the body.
+  A memory whose state has per-turn parts (``"turns"``) keeps only its shared part in the header
+  (``"turns"`` left empty there), so the header stays small however long the conversation.
 * one **recall-vector row** per embedded turn (``VECTOR_COLUMNS``): the embedding model, the vector
   size, a digest of the embedded pieces and the vectors as float32 bytes.
 
@@ -121,7 +124,8 @@ def _header(fields: dict, lead: list, dropped_ids: list | None = None, record_id
 def turn_row(turn_id: int, body: dict) -> Row:
     """One turn's row from its parts (``kept`` or ``dropped``, and ``record``), as every save writes it."""
     text = dumps(body)
-    kind = "kept" if "kept" in body else "dropped" if "dropped" in body else "record"
+    kind = "kept" if "kept" in body else "dropped" if "dropped" in body else "record" if "record" in body \
+        else "memory"
     first = (body.get("kept") or (body.get("dropped") or {}).get("messages") or [{}])[0]
     question = body["record"]["question"] if "record" in body else str(first.get("content") or "")
     return turn_id, kind, storable_text(str(question)[:500]), text, hashlib.sha256(text.encode()).hexdigest()
@@ -161,6 +165,16 @@ def encode_state(session: ChatSession | dict) -> EncodedSession:
     records = state.get("turns") or []
     for record in records:
         put(record["turn_id"], "record", record)
+    memory = state.get("memory")
+    parts = memory.get("turns") if isinstance(memory, dict) else None
+    if isinstance(parts, dict) and parts:  # each turn's part goes with its row; the header keeps the rest
+        for key, part in parts.items():
+            try:
+                turn_id = int(key)
+            except (TypeError, ValueError):
+                raise SessionStoreError(f"snapshot memory names turn {key!r}, not a whole number") from None
+            put(turn_id, "memory", part)
+        state = {**state, "memory": {**memory, "turns": {}}}
     dropped_ids, record_ids = [d["turn_id"] for d in dropped], [r["turn_id"] for r in records]
     listed = not (_ascending(dropped_ids) and _ascending(record_ids))  # else the rows say it (decode_state)
     header = _header(state, lead, *((dropped_ids, record_ids) if listed else ()))
@@ -179,7 +193,7 @@ def encode_changes(changes: SnapshotChanges, session: Any = None) -> EncodedChan
             rows.append(turn_row(turn_id, body))
         else:
             gone.append(turn_id)
-    vectors = encode_vectors(session) if session is not None else None
+    vectors = encode_vectors(session, unsaved=True) if session is not None else None
     return EncodedChanges(_header(changes.fields, changes.lead), rows, gone, changes.kept, changes.dropped,
                           vectors)
 
@@ -238,6 +252,11 @@ def decode_state(header: str, bodies: dict[int, str], name: str = "the stored se
     dropped = [{"turn_id": i, **part(i, "dropped", dict)} for i in listed("dropped_ids", "dropped")]
     records = [part(i, "record", dict) for i in listed("record_ids", "record")]
     state.update(messages=messages, turns=records, dropped=dropped)
+    memory = state.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("turns"), dict):  # each turn's part, from its row
+        memory["turns"] = {str(i): parsed[i]["memory"] for i in sorted(parsed) if "memory" in parsed[i]}
+    elif any("memory" in body for body in parsed.values()):
+        raise damaged(name, "its turn rows hold memory parts its header has no place for")
     return state
 
 
@@ -253,14 +272,16 @@ def pieces_digest(pieces: Sequence[str]) -> str:
     return hashlib.sha256(dumps(list(pieces)).encode()).hexdigest()
 
 
-def encode_vectors(session: Any) -> list[VectorRow] | None:
-    """Recall vectors as (turn_id, model, dim, source digest, float32 bytes) rows; None without an index."""
+def encode_vectors(session: Any, *, unsaved: bool = False) -> list[VectorRow] | None:
+    """Recall vectors as (turn_id, model, dim, source digest, float32 bytes) rows; None without an index.
+
+    ``unsaved=True``: only those the index has not been told are stored (``RecallIndex.vectors_saved``)."""
     index = recall_index(session)
     if index is None:
         return None
-    if len(index.pending) == len(index):
+    if not index.rows:
         return []  # nothing embedded yet
-    model, vectors = index.export_vectors()
+    model, vectors = index.export_vectors(unsaved=unsaved)
     return [(turn_id, model, int(matrix.shape[1]), pieces_digest(index.texts[turn_id]),
              np.ascontiguousarray(matrix, dtype="<f4").tobytes())
             for turn_id, matrix in sorted(vectors.items()) if turn_id in index.texts]

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from helpers.session import ChatSession
 from helpers.session_snapshot import SnapshotError, SnapshotMark, TurnRecord
 from helpers.sessions.base import restore
-from helpers.sessions.encoding import has_lone_surrogates, import_stored_vectors, storable_text
+from helpers.sessions.encoding import has_lone_surrogates, import_stored_vectors, recall_index, storable_text
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                        SessionStore, SessionStoreError, StoredSession, check_ids)
 
@@ -104,9 +104,13 @@ class PersistentSession:
         if self.revision > 0 and self._synced is not None:
             changes = self.session.changes_since(self._synced)
         extra = {} if changes is None else {"changes": changes}
+        index = recall_index(self.session)
+        rows = index.rows if index is not None else 0  # the vectors this save writes (if not stored before)
         self.revision = self.store.save(self.user_id, self.session_id, self.session,
                                         expected_revision=self.revision, **extra)
         self._synced = self.session.mark(memory=False)
+        if index is not None:  # the next save of what changed writes only vectors embedded after these
+            index.vectors_saved(rows)
         if changes is not None:  # what was written held lone surrogates (stored as U+FFFD)?
             self._saved_lossy = has_lone_surrogates([changes.fields, changes.lead, changes.turns])
         return self.revision

@@ -67,6 +67,8 @@ SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     )),
     (3, "headers stop listing dropped and recorded turns: the turn rows say it, so a save writes only what changed",
      ()),  # no table changes: older code must not read these headers, so it is refused as a newer schema
+    (4, "turn rows carry what the memory keeps of each turn; the header keeps only the memory's shared part",
+     ()),  # no table changes: older code would lose the per-turn memory, so it is refused as a newer schema
 )
 
 
