@@ -28,6 +28,10 @@ Formats (writer -> reader), each described where it is defined:
 * the summary: ``write_summary_header`` -> ``read_summary_header``, ``write_pinned_line`` ->
   ``read_pinned_line``, ``write_left_out_note`` -> ``read_left_out_note``;
 * knowledge passages: ``write_passage_line`` -> ``read_passage_lines`` (``[club-ai] AI Club: ...``);
+* fact extraction (notebooks 09-10): a fact's label ``write_fact_label`` -> ``read_fact_label`` (``constraint/diet``,
+  ``is_fact_label``), the request's list of attributes ``write_attributes`` -> ``read_attributes``
+  (``ATTRIBUTES (only these):`` then ``- delivery_window: ...``), and the one reply every fact extractor gives,
+  ``write_fact_reply`` -> ``read_fact_reply`` (``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``);
 * block headers: ``RECALL_HEADER``, ``PROFILE_HEADER``, ``FACTS_TITLE``, ``SUMMARY_HEADER``;
   and ``is_block_line``: a line one of these formats starts is context, never an instruction.
 
@@ -38,6 +42,7 @@ This module sits at the bottom of the package: of ``helpers`` it imports only ``
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -119,8 +124,9 @@ def parse_turn_ids(text: str) -> list[int] | None:
 GROUNDING_JUDGE = "grounding judge"            # notebook 03: helpers.guardrails.GROUNDING_PROMPT
 SCOPE_CLASSIFIER = "scope classifier"          # notebook 03: helpers.guardrails.SCOPE_PROMPT
 SUMMARISER = "conversation summariser"         # notebook 08: helpers.memory.summary.SUMMARISER_PROMPT
-PROFILE_EXTRACTOR = "profile extractor"        # notebook 09: helpers.memory.profile_extraction.EXTRACTOR_PROMPT
-TASKS = (GROUNDING_JUDGE, SCOPE_CLASSIFIER, SUMMARISER, PROFILE_EXTRACTOR)
+PROFILE_EXTRACTOR = "profile extractor"        # an older name of the fact extractor (the stand-in reads both)
+FACT_EXTRACTOR = "fact extractor"              # notebooks 09-10: helpers.facts.pipeline.extraction_prompt
+TASKS = (GROUNDING_JUDGE, SCOPE_CLASSIFIER, SUMMARISER, PROFILE_EXTRACTOR, FACT_EXTRACTOR)
 _TASK_INTRO = re.compile(r"\byou are an? (" + "|".join(TASKS) + r")\b")
 
 
@@ -437,3 +443,121 @@ def read_passage_lines(text: str) -> list[Passage]:
         title, _, body = match.group(2).partition(":")
         found.append(Passage(match.group(1), title.strip(), body.strip()))
     return found
+
+
+# ---------------------------------------------------------------- fact extraction (notebooks 09-10)
+
+FACT_LABEL_CHARS = 40  # what a fact line's label may hold (``_LABEL``)
+_LABEL_PART = re.compile(r"[\w '-]+")
+
+
+def write_fact_label(key: Any, topic: Any = "") -> str:
+    """A fact's label: ``key``, or ``key/topic`` when a topic narrows it (``constraint/diet``; ``name`` for
+    ``("name", "name")``)."""
+    key, topic = str(key), str(topic)
+    return key if topic in (key, "") else f"{key}/{topic}"
+
+
+def read_fact_label(label: str) -> tuple[str, str]:
+    """``write_fact_label``'s inverse: ``"constraint/diet"`` -> ``("constraint", "diet")``, ``"name"`` ->
+    ``("name", "name")`` (the topic is the key when nothing narrows it)."""
+    key, _, topic = str(label).partition("/")
+    return key, topic or key
+
+
+def is_fact_label(text: Any) -> bool:
+    """Is ``text`` a label a fact line can carry: at most 40 letters, digits, spaces, ``_``, ``'`` and ``-``,
+    with at most one ``/`` between two parts (a key and its topic), no part blank or padded."""
+    if not isinstance(text, str) or not 0 < len(text) <= FACT_LABEL_CHARS or text.count("/") > 1:
+        return False
+    return all(part == part.strip() and _LABEL_PART.fullmatch(part) for part in text.split("/"))
+
+
+ATTRIBUTES = "ATTRIBUTES"  # the fact extractor's request: the attributes it may name, one fact line each
+ONLY_THESE, OR_NEW = "only these", "these, or a new one"  # the section's note: a closed or an open list
+_ATTRIBUTES_HEADER = re.compile(r"^ATTRIBUTES \((only these|these, or a new one)\):", re.M)
+NO_DESCRIPTION = "(no description)"
+
+
+def write_attributes(described: Iterable[tuple[str, Any]], *, open: bool) -> str:
+    """``ATTRIBUTES (only these):`` (``(these, or a new one):`` when ``open``), then ``- name: description`` for
+    each attribute, a fact line each. A name must be a fact label (``is_fact_label``)."""
+    lines = []
+    for name, description in described:
+        if not is_fact_label(name):
+            raise ConfigError(f"attribute name {name!r} cannot stand in a fact line; use at most "
+                              f"{FACT_LABEL_CHARS} letters, digits, spaces, _ ' - and one /")
+        lines.append(write_fact_line(name, str(description or "").strip() or NO_DESCRIPTION))
+    return write_section(ATTRIBUTES, "\n".join(lines), OR_NEW if open else ONLY_THESE)
+
+
+def read_attributes(text: str) -> tuple[list[str], bool] | None:
+    """(the attribute names, whether a new one may be named) of the ``ATTRIBUTES`` section in ``text``; None
+    without one."""
+    header = _ATTRIBUTES_HEADER.search(text)
+    if header is None:
+        return None
+    body = read_sections(text[header.start():]).get(ATTRIBUTES, "")
+    return [fact.label for fact in read_fact_lines(body)], header.group(1) == OR_NEW
+
+
+FACT_REPLY_KEYS = ("attribute", "value", "evidence")
+MAX_REPLY_FACTS = 20  # a reply listing more is not read: a runaway reply, not a turn's facts
+
+
+@dataclass(frozen=True)
+class ReplyFact:
+    """One fact of a fact extractor's reply: what it is about, the user's words for it, the sentence saying it."""
+
+    attribute: str
+    value: str
+    evidence: str = ""
+
+
+def write_fact_reply(facts: Iterable[ReplyFact]) -> str:
+    """``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``: the one reply of every fact extractor
+    (``{"facts": []}`` for none)."""
+    return json.dumps({"facts": [{key: getattr(fact, key) for key in FACT_REPLY_KEYS} for fact in facts]})
+
+
+def _preview(text: Any, limit: int = 80) -> str:
+    """``repr`` of what a reply held, cut at ``limit`` characters (a runaway reply makes no runaway message)."""
+    return repr(text if len(str(text)) <= limit else str(text)[:limit] + "...")
+
+
+def read_fact_reply(text: Any) -> tuple[list[ReplyFact], list[str]]:
+    """The facts of a reply of exactly ``write_fact_reply``'s shape: ``(facts, [])``, or ``([], problems)``,
+    each problem naming the place and what is wrong there: nothing of a reply with any problem is read.
+
+    Exactly: one JSON object whose only key is ``facts``, a list of at most ``MAX_REPLY_FACTS`` objects, each
+    with exactly the keys ``attribute``, ``value`` and ``evidence``, all text, attribute and value not blank."""
+    if not isinstance(text, str):
+        return [], [f"the reply has no text (got {type(text).__name__})"]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        return [], [f"the reply is not JSON ({err.msg} at character {err.pos}): {_preview(text)}"]
+    except (ValueError, RecursionError):
+        return [], [f"the reply is not JSON that can be read: {_preview(text)}"]
+    if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
+        return [], ['the reply must be one JSON object with exactly one key, "facts", holding a list; got '
+                    + _preview(text)]
+    if len(data["facts"]) > MAX_REPLY_FACTS:
+        return [], [f"the reply lists {len(data['facts'])} facts; at most {MAX_REPLY_FACTS} are read"]
+    problems, facts = [], []
+    for index, item in enumerate(data["facts"]):
+        if not isinstance(item, dict) or set(item) != set(FACT_REPLY_KEYS):
+            if isinstance(item, dict):
+                got = ", ".join(sorted(key if len(key) <= 40 else _preview(key, 40) for key in item)) or "no keys"
+            else:
+                got = type(item).__name__
+            problems.append(f"facts[{index}] must have exactly the keys attribute, value and evidence (got {got})")
+            continue
+        wrong = [f"facts[{index}].{key} must be text (got {type(item[key]).__name__})" for key in FACT_REPLY_KEYS
+                 if not isinstance(item[key], str)]
+        wrong += [f"facts[{index}].{key} is empty" for key in FACT_REPLY_KEYS[:2]
+                  if isinstance(item[key], str) and not item[key].strip()]
+        problems += wrong
+        if not wrong:
+            facts.append(ReplyFact(item["attribute"], item["value"], item["evidence"]))
+    return ([], problems) if problems else (facts, [])

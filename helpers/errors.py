@@ -30,7 +30,7 @@ The tree (module where each is defined, and what it means)::
     ├── ContextBudgetError     (ValueError)    memory.budget: the budget cannot hold the fixed costs
     ├── ReplyFormatError       (ValueError)    facts.pipeline: a model extractor's reply is not its strict shape
     │   └── ProfileFormatError                 memory.profile_extraction: a profile reply is unreadable
-    ├── ExtractionError        (ValueError)    facts.extract: an extraction reply cannot be parsed
+    ├── ExtractionError        (ValueError)    facts.extract: extraction called in a way that cannot work
     ├── EndpointError          (RuntimeError)  client: a request failed; the message says what to do
     │   ├── ResponseFormatError                client: HTTP 200, but not a chat completion
     │   └── EndpointNotReadyError (TimeoutError)  endpoint: wait_until_ready gave up waiting

@@ -2,7 +2,7 @@
 
 One list of rules, ``PROFILE_RULES``, read in two places that must agree: the campus attribute set of
 the fact pipeline (``helpers.memory.profile_extraction.extract_with_rules``, the offline extractor) and
-the offline stand-in's profile-extractor task (``helpers.standin.tasks.extract_profile_facts``), which
+the offline stand-in's fact-extractor task (``helpers.standin.tasks.extract_facts``), which
 answers a model extractor's request the way these rules read it. It sits at the bottom of the package,
 so neither has to import the other.
 

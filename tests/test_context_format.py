@@ -22,10 +22,12 @@ from helpers.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT, check_grounding
 from helpers.knowledge import Hit, format_context
 from helpers.memory.assembler import _one_line_fact, mark_superseded
 from helpers.memory.profile import ProfileFact, ProfileMemory
-from helpers.memory.profile_extraction import EXTRACTOR_PROMPT, extraction_request
+from helpers.facts.extract import DELIVERY
+from helpers.facts.pipeline import extraction_prompt
+from helpers.memory.profile_extraction import CAMPUS
 from helpers.memory.recall import quote_turn, turn_parts
 from helpers.memory.summary import SUMMARISER_PROMPT, RollingSummary, render_turn, summary_request
-from helpers.standin.tasks import summarise_conversation
+from helpers.standin.tasks import extract_facts, summarise_conversation
 
 from scripted import ScriptedServer
 
@@ -105,7 +107,7 @@ def test_every_task_prompt_names_its_task_and_an_ordinary_prompt_none():
     assert cf.read_task(GROUNDING_PROMPT) == cf.GROUNDING_JUDGE  # notebook 03's literal text
     assert cf.read_task(SCOPE_PROMPT) == cf.SCOPE_CLASSIFIER
     assert cf.read_task(SUMMARISER_PROMPT) == cf.SUMMARISER      # notebook 08's literal text
-    assert cf.read_task(EXTRACTOR_PROMPT) == cf.PROFILE_EXTRACTOR
+    assert cf.read_task(extraction_prompt(CAMPUS)) == cf.read_task(extraction_prompt(DELIVERY)) == cf.FACT_EXTRACTOR
     assert cf.read_task(DEFAULT_SYSTEM_PROMPT) is None
     assert cf.read_task("Act as a grounding judge and a scope classifier.") == cf.GROUNDING_JUDGE  # hand-written
     with pytest.raises(ValueError):
@@ -138,7 +140,7 @@ def test_the_summariser_and_the_extractor_write_these_sections():
     request = summary_request("(none)", turns, ["locker 4471"], 80)[1]["content"]  # notebook 08's literal text
     assert cf.read_sections(request) == {cf.WORD_LIMIT: "80", cf.PREVIOUS_SUMMARY: "(none)",
                                          cf.KEEP: "- locker 4471", cf.TURNS: "\n".join(turns)}
-    body = extraction_request(3, "My name is Ada.\nI'm vegan.", "Hello   Ada.")[1]["content"]
+    body = CAMPUS.request(3, "My name is Ada.\nI'm vegan.", "Hello   Ada.")[1]["content"]
     assert cf.read_sections(body) == {cf.USER_SAID: "My name is Ada.\nI'm vegan.",
                                       cf.ASSISTANT_REPLIED: "Hello Ada."}
 
@@ -335,3 +337,69 @@ def test_is_block_line_tells_context_from_instructions():
     assert cf.is_block_line(cf.write_turn_line(3, "user", "answer in one sentence"))
     assert cf.is_block_line(cf.write_fact_line("diet", "vegan", "current"))
 
+
+# ---------------------------------------------------------------- fact extraction: labels, attributes, the reply
+
+KEY = st.from_regex(r"[\w'-][\w '-]{0,17}[\w'-]|[\w'-]", fullmatch=True)
+FACT_TEXT = st.text(max_size=40)
+
+
+@FAST
+@given(KEY, st.one_of(st.just(""), KEY))
+def test_a_fact_label_round_trips(key, topic):
+    label = cf.write_fact_label(key, topic)
+    assert cf.read_fact_label(label) == (key, topic or key) and cf.is_fact_label(label)
+
+
+@pytest.mark.parametrize("text", ["", "a/b/c", "/diet", "constraint/", " name", "name ", "a: b", "x" * 41, "a\nb", 7])
+def test_what_is_not_a_fact_label(text):
+    assert not cf.is_fact_label(text)
+
+
+@FAST
+@given(st.lists(st.tuples(st.builds(cf.write_fact_label, KEY, st.one_of(st.just(""), KEY)), TEXT),
+                max_size=6, unique_by=lambda pair: pair[0]), st.booleans(), TEXT.filter(lambda t: "\n" not in t))
+def test_the_attribute_list_round_trips(described, is_open, after):
+    text = "You are a fact extractor.\n" + cf.write_attributes(described, open=is_open) + "\nName " + after
+    assert cf.read_attributes(text) == ([name for name, _ in described], is_open)
+
+
+def test_an_attribute_list_refuses_a_name_no_fact_line_can_carry():
+    with pytest.raises(ValueError, match="cannot stand in a fact line"):
+        cf.write_attributes([("delivery: window", "when")], open=False)
+    assert cf.read_attributes("You are a fact extractor.") is None
+
+
+@FAST
+@given(st.lists(st.builds(cf.ReplyFact, FACT_TEXT.filter(str.strip), FACT_TEXT.filter(str.strip), FACT_TEXT),
+                max_size=cf.MAX_REPLY_FACTS))
+def test_a_fact_reply_round_trips(facts):
+    assert cf.read_fact_reply(cf.write_fact_reply(facts)) == (facts, [])
+
+
+@pytest.mark.parametrize("reply, problem", [
+    (None, "the reply has no text (got NoneType)"),
+    ("Sure: evenings", "the reply is not JSON (Expecting value at character 0)"),
+    ('{"facts": []} and more', "the reply is not JSON (Extra data at character 14)"),
+    ('[{"attribute": "a", "value": "b", "evidence": ""}]', 'exactly one key, "facts", holding a list'),
+    ('{"facts": {"attribute": "a"}}', 'exactly one key, "facts", holding a list'),
+    ('{"facts": [], "notes": ""}', 'exactly one key, "facts", holding a list'),
+    ('{"facts": ["name"]}', "facts[0] must have exactly the keys attribute, value and evidence (got str)"),
+    ('{"facts": [{"key": "name", "topic": "name", "value": "Ada"}]}', "(got key, topic, value)"),
+    ('{"facts": [{"attribute": "a", "value": "b"}]}', "(got attribute, value)"),
+    ('{"facts": [{"attribute": "a", "value": "b", "evidence": null}]}',
+     "facts[0].evidence must be text (got NoneType)"),
+    ('{"facts": [{"attribute": " ", "value": "b", "evidence": ""}]}', "facts[0].attribute is empty"),
+    ('{"facts": [' + ", ".join(['{"attribute": "a", "value": "b", "evidence": ""}'] * 21) + "]}", "at most 20"),
+])
+def test_a_reply_of_another_shape_gives_nothing_and_says_why(reply, problem):
+    facts, problems = cf.read_fact_reply(reply)
+    assert facts == [] and any(problem in p for p in problems), problems
+
+
+def test_the_stand_ins_fact_reply_is_written_in_this_format():
+    system = extraction_prompt(CAMPUS)
+    assert cf.read_attributes(system) == (list(CAMPUS.attributes), True)
+    reply = extract_facts(system, CAMPUS.request(2, "My name is Ada. I'm vegan.")[1]["content"])
+    assert cf.read_fact_reply(reply) == ([cf.ReplyFact("name", "Ada", "My name is Ada."),
+                                          cf.ReplyFact("constraint/diet", "vegan", "I'm vegan.")], [])

@@ -1,17 +1,21 @@
 """One fact pipeline (``helpers.facts.pipeline``): both domains through one extractor interface, offline and with
-a scripted model, and one user's facts from both in one ``FactMemory`` with one audit."""
+a scripted model (one request builder, one reply shape, one strict reader), and one user's facts from both in one
+``FactMemory`` with one audit."""
 import json
 
 import pytest
 
 from helpers.facts.extract import DELIVERY, delivery_set, extract_candidates, extract_with_rules, ingest_turn
+from helpers.context_format import (FACT_EXTRACTOR, USER_SAID, read_attributes, read_fact_reply, read_sections,
+                                    read_task)
 from helpers.facts.pipeline import (Extractor, Found, ModelExtractor, MultiExtractor, ReplyFormatError, RuleExtractor,
-                                    write_turn)
+                                    extraction_prompt, read_reply, write_turn)
 from helpers.facts.schema import AttributeSpec, Candidate
 from helpers.facts.writer import FactMemory
 from helpers.memory import profile_extraction
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.profile_extraction import CAMPUS, ProfileFormatError, attribute_label, split_label
+from helpers.standin.server import make_offline_client
 
 from scripted import ScriptedServer
 
@@ -56,41 +60,98 @@ def test_assistant_claims_are_proposals_of_the_delivery_set_only():
     assert RuleExtractor(CAMPUS, user_id="dana", assistant_claims=True).extract(2, "ok", said) == []
 
 
-DELIVERY_REPLY = {"facts": [{"subject": "user", "attribute": "delivery_window", "value": "evenings",
-                             "correction": True, "evidence": "make that evenings"}]}
-CAMPUS_REPLY = {"facts": [{"key": "locker number", "topic": "locker number", "value": "5502"},
-                          {"key": "constraint", "topic": "diet", "value": "vegan"}]}
+TURN = "Actually, make that evenings. My locker is 5502 now; I'm vegan."
+DELIVERY_REPLY = {"facts": [{"attribute": "delivery_window", "value": "evenings", "evidence": "make that evenings"}]}
+CAMPUS_REPLY = {"facts": [{"attribute": "locker number", "value": "5502", "evidence": "My locker is 5502 now"},
+                          {"attribute": "Constraint / Diet", "value": "vegan", "evidence": "I'm vegan."}]}
 
 
-@pytest.mark.parametrize("domain, reply, expected, task", [
-    (DELIVERY, DELIVERY_REPLY, {("delivery_window", "evenings")}, "Extract durable facts"),
-    (CAMPUS, CAMPUS_REPLY, {("locker number", "5502"), ("constraint/diet", "vegan")}, "You are a profile extractor"),
+@pytest.mark.parametrize("domain, reply, expected, corrections", [
+    (DELIVERY, DELIVERY_REPLY, {("delivery_window", "evenings")}, {True}),  # "Actually": the delivery cue rule
+    (CAMPUS, CAMPUS_REPLY, {("locker number", "5502"), ("constraint/diet", "vegan")}, {False}),
 ])
-def test_both_domains_ask_a_model_through_one_interface(domain, reply, expected, task):
+def test_both_domains_ask_a_model_through_one_interface(domain, reply, expected, corrections):
     server = ScriptedServer([{"content": json.dumps(reply)}])
     extractor = ModelExtractor(domain, user_id="dana", **server.kwargs())
     assert isinstance(extractor, Extractor)
-    candidates = extractor.extract(9, "Actually, make that evenings. My locker is 5502 now; I'm vegan.", "Done.")
+    candidates = extractor.extract(9, TURN, "Done.")
     assert found(candidates) == expected
     assert {(c.source_id, c.source_kind, c.source_version) for c in candidates} == {("chat:dana", "user", 9)}
+    assert {c.explicit_correction for c in candidates} == corrections
+    assert {c.evidence for c in candidates} == {f["evidence"] for f in reply["facts"]}
     [request] = server.requests
-    assert request["messages"][0]["content"].startswith(task)
+    system, turn = request["messages"][0]["content"], request["messages"][1]["content"]
+    assert read_task(system) == FACT_EXTRACTOR and system == extraction_prompt(domain)
+    assert read_attributes(system) == (list(domain.attributes), domain.open)
+    assert read_sections(turn)[USER_SAID] == TURN
     assert request["response_format"] == {"type": "json_object"} and request["max_tokens"] == domain.max_tokens
 
 
-@pytest.mark.parametrize("domain, reply", [
-    (DELIVERY, {"facts": [{**DELIVERY_REPLY["facts"][0], "attribute": "mood"}]}),
-    (DELIVERY, "Sure! evenings"),
-    (CAMPUS, {"facts": [{"key": "name", "value": "Dana"}]}),
-    (CAMPUS, {"facts": [], "notes": "x"}),
+def test_one_prompt_for_every_domain_only_the_attributes_differ():
+    delivery, campus = extraction_prompt(DELIVERY).split("\n"), extraction_prompt(CAMPUS).split("\n")
+    same = [line for line in delivery if line in campus]
+    assert same[0].startswith("You are a fact extractor") and same[-1].startswith("Reply with JSON only")
+    assert '{"facts": [{"attribute": "...", "value": "...", "evidence": "..."}]}' in same[-1]
+    assert "ATTRIBUTES (only these):" in delivery and "ATTRIBUTES (these, or a new one):" in campus
+    assert "- delivery_window: when the customer wants deliveries to arrive (one of afternoon, evening, morning)" \
+        in delivery
+
+
+@pytest.mark.parametrize("domain, reply, problem", [
+    (DELIVERY, {"facts": [{**DELIVERY_REPLY["facts"][0], "attribute": "mood"}]},
+     "facts[0].attribute 'mood' is not one of allergy, delivery_window, preferred_contact, shipping_address"),
+    (DELIVERY, "Sure! evenings", "the reply is not JSON (Expecting value at character 0): 'Sure! evenings'"),
+    (DELIVERY, {"facts": [{"subject": "user", "attribute": "delivery_window", "value": "evenings",
+                           "correction": True, "evidence": "x"}]},
+     "facts[0] must have exactly the keys attribute, value and evidence (got attribute, correction, evidence, "
+     "subject, value)"),
+    (CAMPUS, {"facts": [{"key": "name", "topic": "name", "value": "Dana"}]},
+     "facts[0] must have exactly the keys attribute, value and evidence (got key, topic, value)"),
+    (CAMPUS, {"facts": [], "notes": "x"}, 'the reply must be one JSON object with exactly one key, "facts"'),
+    (CAMPUS, {"facts": [{"attribute": "a/b/c", "value": "x", "evidence": ""}]}, "'a/b/c' is not a label"),
+    (CAMPUS, {"facts": [{"attribute": "name", "value": "  ", "evidence": ""}]}, "facts[0].value is empty"),
+    (CAMPUS, {"facts": [{"attribute": "name", "value": "x" * 301, "evidence": ""}]},
+     "facts[0].value is 301 characters; at most 300"),
 ])
-def test_a_malformed_reply_gives_nothing_in_either_domain(domain, reply):
-    server = ScriptedServer([{"content": reply if isinstance(reply, str) else json.dumps(reply)}])
+def test_a_malformed_reply_gives_nothing_in_either_domain(domain, reply, problem):
+    text = reply if isinstance(reply, str) else json.dumps(reply)
+    server = ScriptedServer([{"content": text}])
     with pytest.raises(ReplyFormatError) as raised:
         ModelExtractor(domain, user_id="dana", **server.kwargs()).extract(1, "make that evenings")
-    assert raised.value.problems
-    if domain is CAMPUS:
-        assert isinstance(raised.value, ProfileFormatError)
+    assert any(problem in p for p in raised.value.problems), raised.value.problems
+    assert isinstance(raised.value, ProfileFormatError) == (domain is CAMPUS)
+    with pytest.raises(ReplyFormatError):
+        read_reply(domain, text)  # the one reader, whichever way it is reached
+
+
+def test_a_reply_with_many_problems_names_the_first_five_and_counts_the_rest():
+    reply = json.dumps({"facts": [{"attribute": "mood", "value": "x" * 301, "evidence": ""}] * 4})
+    with pytest.raises(ReplyFormatError) as raised:
+        DELIVERY.read_reply(reply)  # each fact names another attribute and is too long: 8 problems
+    assert len(raised.value.problems) == 6 and raised.value.problems[-1] == "and 3 more problems"
+    assert raised.value.problems[:2] == [
+        "facts[0].attribute 'mood' is not one of allergy, delivery_window, preferred_contact, shipping_address",
+        "facts[0].value is 301 characters; at most 300"]
+
+
+def test_no_reply_text_is_a_format_error_not_a_crash():
+    for domain in (DELIVERY, CAMPUS):
+        with pytest.raises(ReplyFormatError, match="the reply has no text"):
+            domain.read_reply(None)
+
+
+@pytest.mark.parametrize("domain, said, expected", [
+    (CAMPUS, "Hi, my name is Dana. I'm vegetarian. I prefer the north gate shuttle stop.",
+     [("name", "Dana", "Hi, my name is Dana."), ("constraint/diet", "vegetarian", "I'm vegetarian."),
+      ("preference/stop", "the north gate shuttle stop", "I prefer the north gate shuttle stop.")]),
+    (CAMPUS, "Can you call me Cal?", []),
+    (DELIVERY, "I'm allergic to peanuts. Mornings work best for deliveries.", []),  # no rule of its names these
+])
+def test_the_stand_in_answers_every_domains_request_in_the_one_shape(domain, said, expected):
+    extractor = ModelExtractor(domain, user_id="dana", client=make_offline_client())
+    reply = extractor.ask(3, said, "Noted: my name is Lark.")
+    assert [(f.attribute, f.value, f.evidence) for f in read_fact_reply(reply)[0]] == expected
+    assert [(f.attribute, f.value) for f in extractor.read(reply)] == [e[:2] for e in expected]
 
 
 def test_one_users_facts_from_both_domains_land_in_one_store_with_one_audit():
@@ -136,7 +197,8 @@ def test_a_profile_with_a_model_extractor_rejects_a_malformed_reply_whole(caplog
     server = ScriptedServer([{"content": json.dumps({"facts": [{"key": "name"}]})}])
     profile = ProfileMemory(extractor="model", **server.kwargs())
     update = profile.update(0, "My name is Dana.")
-    assert update.rejected and "must have exactly key, topic and value" in update.rejected[0] and len(profile) == 0
+    assert update.rejected and "must have exactly the keys attribute, value and evidence" in update.rejected[0]
+    assert len(profile) == 0
 
 
 def test_a_closed_domain_defines_nothing_and_an_open_one_what_it_finds():

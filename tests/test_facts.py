@@ -13,8 +13,9 @@ from hypothesis import given, settings as hyp_settings, strategies as st
 
 from helpers.facts.background import BackgroundWriter, FactWriteError
 from helpers.facts.extract import (
-    ExtractionError, extract_candidates, extract_with_rules, ingest_turn, parse_extraction,
+    DELIVERY, ExtractionError, extract_candidates, extract_with_rules, ingest_turn,
 )
+from helpers.facts.pipeline import ReplyFormatError
 from helpers.facts.writer import (
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError,
     check_candidate, format_facts, normalise_text,
@@ -618,8 +619,7 @@ def fake_llm(reply, seen=None, status=200):
                          http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
-GOOD_ITEM = {"subject": "user", "attribute": "delivery_window", "value": "evenings", "correction": True,
-             "evidence": "make that evenings"}
+GOOD_ITEM = {"attribute": "delivery_window", "value": "evenings", "evidence": "make that evenings"}
 
 
 def test_llm_extraction_asks_for_a_json_object_and_keeps_provenance():
@@ -629,8 +629,14 @@ def test_llm_extraction_asks_for_a_json_object_and_keeps_provenance():
                                 client=client, model="m")
     assert seen[0]["response_format"] == {"type": "json_object"} and seen[0]["model"] == "m"
     [c] = result.candidates
-    assert (result.method, c.value, c.source_id, c.source_version, c.explicit_correction) == (
-        "llm", "evenings", "chat:u1", 9, True)
+    assert (result.method, c.value, c.source_id, c.source_version, c.explicit_correction, c.evidence) == (
+        "llm", "evenings", "chat:u1", 9, True, "make that evenings")
+
+
+def test_the_turns_words_not_the_model_mark_a_correction():
+    result = extract_candidates(user_turn("I prefer evenings for deliveries."), user_id="u1", seq=9,
+                                client=fake_llm(json.dumps({"facts": [GOOD_ITEM]})), model="m")
+    assert [c.explicit_correction for c in result.candidates] == [False]  # no correction cue in the turn
 
 
 @pytest.mark.parametrize("reply, problem", [
@@ -638,8 +644,10 @@ def test_llm_extraction_asks_for_a_json_object_and_keeps_provenance():
     (json.dumps([GOOD_ITEM]), 'exactly one key, "facts"'),
     (json.dumps({"facts": [GOOD_ITEM], "notes": "x"}), 'exactly one key, "facts"'),
     (json.dumps({"facts": [{**GOOD_ITEM, "confidence": 0.9}]}), "must have exactly the keys"),
-    (json.dumps({"facts": [{**GOOD_ITEM, "correction": "yes"}]}), "correction must be a bool"),
+    (json.dumps({"facts": [{**GOOD_ITEM, "subject": "user", "correction": True}]}), "must have exactly the keys"),
+    (json.dumps({"facts": [{**GOOD_ITEM, "value": 3}]}), "value must be text (got int)"),
     (json.dumps({"facts": [{**GOOD_ITEM, "attribute": "mood"}]}), "is not one of"),
+    (json.dumps({"facts": [GOOD_ITEM] * 21}), "at most 20"),
 ])
 def test_malformed_llm_reply_gives_no_candidates_and_a_logged_reason(reply, problem, caplog):
     with caplog.at_level(logging.WARNING, logger="helpers.facts.extract"):
@@ -650,8 +658,9 @@ def test_malformed_llm_reply_gives_no_candidates_and_a_logged_reason(reply, prob
 
 
 def test_one_bad_item_rejects_the_whole_reply():
-    items, problems = parse_extraction(json.dumps({"facts": [GOOD_ITEM, {**GOOD_ITEM, "value": 3}]}))
-    assert items == [] and problems == ["facts[1].value must be a str"]
+    with pytest.raises(ReplyFormatError) as raised:
+        DELIVERY.read_reply(json.dumps({"facts": [GOOD_ITEM, {**GOOD_ITEM, "value": 3}]}))
+    assert raised.value.problems == ["facts[1].value must be text (got int)"]
 
 
 def test_failed_llm_call_gives_no_candidates_and_a_reason():

@@ -300,7 +300,7 @@ def test_a_question_yields_no_profile_facts(question):
 
 
 def test_a_question_yields_no_profile_facts_from_the_model_either():
-    reply = {"content": json.dumps({"facts": [{"key": "name", "topic": "name", "value": "Cal"}]})}
+    reply = {"content": json.dumps({"facts": [{"attribute": "name", "value": "Cal", "evidence": "call me Cal"}]})}
     server = ScriptedServer([reply])
     profile = ProfileMemory(extractor="model", **server.kwargs())
     update = profile.update(0, "Can you call me Cal?")

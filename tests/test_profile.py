@@ -1,6 +1,7 @@
 """Profile memory (helpers/memory/profile.py) and the stand-in's profile and about-the-user rules."""
 import json
 import logging
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,7 +11,8 @@ from helpers.facts.writer import FactMemory
 from helpers.memory.profile import ProfileMemory, ProfileWarning
 from helpers.memory.profile_extraction import ProfileFormatError, extract_with_rules, parse_profile_reply
 from helpers.standin.server import make_offline_client
-from helpers.standin.policy import decide, extract_profile_facts
+from helpers.context_format import ATTRIBUTES, read_fact_reply, write_attributes
+from helpers.standin.policy import decide, extract_facts
 
 from scripted import ScriptedServer
 
@@ -21,7 +23,16 @@ def profile():
 
 
 def facts_reply(*facts):
-    return {"content": json.dumps({"facts": [dict(zip(("key", "topic", "value"), f)) for f in facts]})}
+    """A model's reply in the one shape, from (key, topic, value) triples."""
+    return {"content": json.dumps({"facts": [{"attribute": key if topic == key else f"{key}/{topic}", "value": value,
+                                              "evidence": value} for key, topic, value in facts]})}
+
+
+def stand_in_facts(system, said):
+    """The stand-in's fact extractor on one request: (attribute, value) pairs of its reply."""
+    facts, problems = read_fact_reply(extract_facts(system, f"USER SAID (turn 1):\n{said}"))
+    assert problems == []
+    return [(f.attribute, f.value) for f in facts]
 
 
 # ---------------------------------------------------------------- the stand-in's rules
@@ -37,13 +48,24 @@ def facts_reply(*facts):
     ("My goal is to finish the robotics certificate.", ("goal", "goal", "finish the robotics certificate")),
 ])
 def test_profile_rule(said, fact):
-    assert extract_profile_facts(f"USER SAID (turn 1):\n{said}")["facts"] == [dict(zip(("key", "topic", "value"),
-                                                                                      fact))]
+    key, topic, value = fact
+    assert stand_in_facts("You are a fact extractor.", said) == [(key if topic == key else f"{key}/{topic}", value)]
 
 
-def test_profile_rule_ignores_the_assistant_section():
+def test_profile_rule_ignores_the_assistant_section_and_questions():
     prompt = "USER SAID (turn 1):\nWhen is lunch?\n\nASSISTANT REPLIED (context only):\nMy name is Lark. I'm vegan."
-    assert extract_profile_facts(prompt) == {"facts": []}
+    assert extract_facts("You are a fact extractor.", prompt) == '{"facts": []}'
+    assert stand_in_facts("", "Can you call me Cal? I'm vegan.") == [("constraint/diet", "vegan")]
+
+
+def test_the_stand_in_keeps_what_the_requests_attributes_allow():
+    said = "My name is Priya. I'm vegan."
+    closed = write_attributes([("name", "what the user is called")], open=False)
+    opened = write_attributes([("name", "what the user is called")], open=True)
+    assert stand_in_facts(closed, said) == [("name", "Priya")]
+    assert stand_in_facts(opened, said) == [("name", "Priya"), ("constraint/diet", "vegan")]
+    assert stand_in_facts(write_attributes([("delivery_window", "when")], open=False), said) == []
+    assert ATTRIBUTES in closed
 
 
 def test_about_user_rule_answers_from_a_profile_block():
@@ -104,7 +126,7 @@ def test_extraction_asks_for_strict_json():
     server = ScriptedServer([facts_reply()])
     ProfileMemory(extractor="model", **server.kwargs()).update(0, "I'm vegetarian.")
     assert server.requests[0]["response_format"] == {"type": "json_object"}
-    assert "profile extractor" in server.requests[0]["messages"][0]["content"]
+    assert "You are a fact extractor" in server.requests[0]["messages"][0]["content"]
 
 
 def test_assistant_words_are_never_user_facts(caplog):
@@ -116,23 +138,35 @@ def test_assistant_words_are_never_user_facts(caplog):
     assert "not in the user's words" in caplog.text
 
 
-@pytest.mark.parametrize("reply", [
-    "not json", '{"facts": "name"}', '{"facts": [], "extra": 1}', '["name"]',
-    '{"facts": [{"key": "name", "value": "Priya"}]}',
-    '{"facts": [{"key": "a/b", "topic": "a", "value": "20"}]}',
-    '{"facts": [{"key": "name", "topic": "name", "value": ""}]}'])
-def test_malformed_replies_are_rejected(reply):
-    with pytest.raises(ProfileFormatError):
+@pytest.mark.parametrize("reply, problem", [
+    ("not json", "not JSON"), ('{"facts": "name"}', 'exactly one key, "facts"'),
+    ('{"facts": [], "extra": 1}', 'exactly one key, "facts"'), ('["name"]', 'exactly one key, "facts"'),
+    ('{"facts": [{"key": "name", "topic": "name", "value": "Priya"}]}', "got key, topic, value"),
+    ('{"facts": [{"attribute": "name", "value": "Priya"}]}', "got attribute, value"),
+    ('{"facts": [{"attribute": "a/b/c", "value": "20", "evidence": ""}]}', "is not a label"),
+    ('{"facts": [{"attribute": "' + "x" * 41 + '", "value": "20", "evidence": ""}]}', "is not a label"),
+    ('{"facts": [{"attribute": "name", "value": "", "evidence": ""}]}', "facts[0].value is empty"),
+    ('{"facts": [{"attribute": "name", "value": 7, "evidence": ""}]}', "facts[0].value must be text (got int)")])
+def test_malformed_replies_are_rejected(reply, problem):
+    with pytest.raises(ProfileFormatError, match=re.escape(problem)):
         parse_profile_reply(reply)
 
 
+def test_a_reply_is_read_into_profile_items():
+    reply = json.dumps({"facts": [{"attribute": "Preference/Stop", "value": "the south gate", "evidence": "x"},
+                                  {"attribute": "locker number", "value": "4471", "evidence": "x"}]})
+    assert parse_profile_reply(reply) == [{"key": "preference", "topic": "stop", "value": "the south gate"},
+                                          {"key": "locker number", "topic": "locker number", "value": "4471"}]
+
+
 def test_malformed_reply_is_logged_and_never_merged(caplog):
-    server = ScriptedServer([{"content": '{"facts": [{"key": "name", "topic": "name", "value": "Priya"}, 42]}'}])
+    good = {"attribute": "name", "value": "Priya", "evidence": "My name is Priya."}
+    server = ScriptedServer([{"content": json.dumps({"facts": [good, 42]})}])
     memory = ProfileMemory(extractor="model", **server.kwargs())
     with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
         update = memory.update(0, "My name is Priya.")
     assert len(memory) == 0 and update.added == [] and "rejected" in caplog.text
-    assert memory.rejected and "fact 1" in memory.rejected[0]
+    assert memory.rejected and "facts[1]" in memory.rejected[0]
 
 
 def test_request_failure_warns_and_merges_nothing():

@@ -6,8 +6,11 @@ other attributes); the campus facts of notebook 09 are another. Two extractors s
 of ``Candidate``:
 
 * online (``client=`` given): the pipeline's ``ModelExtractor``, one chat completion with
-  ``response_format={"type": "json_object"}``; the reply must match ``EXTRACTION_SCHEMA`` exactly
-  (``parse_extraction``). Anything malformed gives no candidates and a logged reason - never a guess.
+  ``response_format={"type": "json_object"}``, asked and read as for every domain
+  (``helpers.facts.pipeline.extraction_request`` and ``read_reply``): the reply must be exactly
+  ``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``, each attribute one of this set's.
+  Anything malformed gives no candidates and a logged reason - never a guess. A turn whose words hold a
+  correction cue (``CORRECTION_CUES``) marks its candidates as explicit corrections, on either path.
 * offline (default): ``extract_with_rules``, the regular expressions in ``RULES`` below (the pipeline's
   ``RuleExtractor(DELIVERY)`` runs the same rules).
 
@@ -27,7 +30,6 @@ batch commits).
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from concurrent.futures import Future
@@ -86,22 +88,8 @@ CORRECTION_CUES = (r"\b(?:actually|correction|scratch\s+that|instead|no\s+wait|(
                    r"(?:that|it)|new\s+address|i(?:'ve|\s+have)?\s+moved)\b")
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+)\s*")
 
-EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["facts"],
-    "properties": {"facts": {"type": "array", "maxItems": 20, "items": {
-        "type": "object", "additionalProperties": False,
-        "required": ["subject", "attribute", "value", "correction", "evidence"],
-        "properties": {"subject": {"type": "string"}, "attribute": {"type": "string"},
-                       "value": {"type": "string"}, "correction": {"type": "boolean"},
-                       "evidence": {"type": "string"}}}}},
-}
-_ITEM_KEYS = {"subject": str, "attribute": str, "value": str, "correction": bool, "evidence": str}
 EXTRACTION_MAX_TOKENS = 600  # the reply's bound: a handful of facts fit easily; a runaway reply stops here
 EXTRACTION_TIMEOUT = 60.0  # seconds the extraction request may take, whatever the client's own timeout
-PROMPT = ("Extract durable facts the speaker states about themselves. Reply with one JSON object matching "
-          "this JSON Schema and nothing else:\n{schema}\nAllowed attributes:\n{attributes}\nUse subject "
-          "\"user\". Set correction to true when the speaker changes something they said before. Quote the "
-          "words you used as evidence. If there is nothing durable, reply {{\"facts\": []}}.")
 
 
 @dataclass
@@ -118,7 +106,7 @@ _source = source_of  # (source id, kind) of a role's words: helpers.facts.pipeli
 
 def _find(text: str, rules: list[tuple[str, str]]) -> list[Found]:
     """What ``rules`` find in ``text``: each allergy of a list apart, the last mention of a key winning."""
-    explicit = re.search(CORRECTION_CUES, text, re.IGNORECASE) is not None
+    explicit = corrects(text)
     found: list[tuple[int, str, str, str]] = []
     for attribute, pattern in rules:
         for match in re.finditer(pattern, text, re.IGNORECASE):
@@ -140,56 +128,17 @@ def extract_with_rules(text: str, *, role: str, user_id: str, seq: int) -> list[
     return candidates_from(found, user_id=user_id, turn_id=seq, role=role)
 
 
-def parse_extraction(content: Any, attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES
-                     ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Strictly validate a model reply against EXTRACTION_SCHEMA: (items, []) or ([], problems)."""
-    if not isinstance(content, str):
-        return [], [f"the reply has no text content (got {type(content).__name__})"]
-    try:
-        data = json.loads(content)
-    except json.JSONDecodeError as err:
-        return [], [f"the reply is not JSON ({err.msg} at character {err.pos})"]
-    if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
-        return [], ['the reply must be an object with exactly one key, "facts", holding a list']
-    if len(data["facts"]) > EXTRACTION_SCHEMA["properties"]["facts"]["maxItems"]:
-        return [], [f"the reply lists {len(data['facts'])} facts; at most 20 are accepted"]
-    problems = []
-    for index, item in enumerate(data["facts"]):
-        if not isinstance(item, dict) or set(item) != set(_ITEM_KEYS):
-            keys = sorted(item) if isinstance(item, dict) else type(item).__name__
-            problems.append(f"facts[{index}] must have exactly the keys {sorted(_ITEM_KEYS)} (got {keys})")
-            continue
-        problems += [f"facts[{index}].{key} must be a {kind.__name__}" for key, kind in _ITEM_KEYS.items()
-                     if not isinstance(item[key], kind)]
-        if isinstance(item["attribute"], str) and item["attribute"] not in attributes:
-            problems.append(f"facts[{index}].attribute {item['attribute']!r} is not one of "
-                            f"{sorted(attributes)}")
-    return ([], problems) if problems else (data["facts"], [])
-
-
-def _described(attributes: Mapping[str, AttributeSpec]) -> str:
-    return "\n".join(f"- {name}: {spec.description}" + (f" (one of {', '.join(sorted(spec.allowed))})"
-                                                        if spec.allowed else "")
-                     for name, spec in attributes.items())
+def corrects(text: str) -> bool:
+    """Do these words change something said before (``CORRECTION_CUES``: "actually", "make that", ...)?"""
+    return re.search(CORRECTION_CUES, text, re.IGNORECASE) is not None
 
 
 def delivery_set(attributes: Mapping[str, AttributeSpec] = DEFAULT_ATTRIBUTES) -> AttributeSet:
-    """The delivery and contact facts as an attribute set of the fact pipeline: ``RULES`` offline, and for
-    a model ``PROMPT`` (``attributes`` described) with a reply read by ``parse_extraction``."""
-    def request(turn_id: int, user_text: str, assistant_text: str = "") -> list[dict]:
-        return [{"role": "system", "content": PROMPT.format(schema=json.dumps(EXTRACTION_SCHEMA),
-                                                            attributes=_described(attributes))},
-                {"role": "user", "content": user_text}]
-
-    def read_reply(text: str) -> list[Found]:
-        items, problems = parse_extraction(text, attributes)
-        if problems:
-            raise ReplyFormatError(problems)
-        return [Found(i["attribute"], i["value"], i["evidence"], i["correction"], i["subject"]) for i in items]
-
+    """The delivery and contact facts as an attribute set of the fact pipeline: ``RULES`` offline; for a
+    model, the pipeline's one request with ``attributes`` described, a closed list (a reply naming any other
+    attribute is rejected whole)."""
     return AttributeSet("delivery", dict(attributes), rules=lambda text: _find(text, list(RULES)),
-                        request=request, read_reply=read_reply,
-                        claims=lambda text: _find(text, [*RULES, ("", CLAIM_RULE)]),
+                        claims=lambda text: _find(text, [*RULES, ("", CLAIM_RULE)]), corrects=corrects,
                         max_tokens=EXTRACTION_MAX_TOKENS, options={"temperature": 0, "timeout": EXTRACTION_TIMEOUT})
 
 
@@ -205,7 +154,7 @@ def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id:
         problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
     else:
         try:
-            found = extractor.read(reply)
+            found = extractor.read(reply, text)
         except ReplyFormatError as err:
             problems = err.problems
         else:

@@ -5,40 +5,31 @@ candidates out), ``CAMPUS``: open-ended, so "my locker number is 4471" defines t
 ``locker number``; notebook 10's delivery and contact facts are another (``helpers.facts.extract``).
 ``ProfileMemory`` (``helpers.memory.profile``) runs its ``RuleExtractor`` or ``ModelExtractor``. Two
 extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}`` (a candidate's attribute
-is ``attribute_label(key, topic)``):
+is ``attribute_label(key, topic)``: ``name``, ``locker number``, ``constraint/diet``):
 
 - ``extract_with_rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
   plus the profile rules for names, diets, schedules, preferences and goals (``helpers.profile_rules``,
-  which the stand-in's profile extractor reads too), both applied only to ``stated_parts``: a question
+  which the stand-in's fact extractor reads too), both applied only to ``stated_parts``: a question
   is never a statement of fact, so "Can you call me Cal?" names nobody;
-- ``extract_with_model``: sends ``extraction_request`` with ``response_format={"type": "json_object"}``;
-  ``parse_profile_reply`` rejects, whole, a reply that is not exactly
-  ``{"facts": [{"key", "topic", "value"}]}`` (``ProfileFormatError``).
+- ``extract_with_model``: sends the fact pipeline's one request for this set (``CAMPUS.request``: its
+  attributes listed, open to new ones) with ``response_format={"type": "json_object"}``;
+  ``parse_profile_reply`` reads the reply as every domain's is read (``helpers.facts.pipeline.read_reply``)
+  and rejects it whole (``ProfileFormatError``) unless it is exactly
+  ``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}`` with each attribute a label, the
+  key and topic joined by ``/`` when a topic narrows it (``constraint/diet``).
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from helpers.context_format import ASSISTANT_REPLIED, PROFILE_EXTRACTOR, USER_SAID, task_intro, write_section
+from helpers.context_format import read_fact_label, write_fact_label  # the label's owner
 from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
 from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
 from helpers.profile_rules import profile_facts
 
-EXTRACTOR_PROMPT = (
-    f"{task_intro(PROFILE_EXTRACTOR)}. From the {USER_SAID} section only, list facts the user states about "
-    "themselves. key is a short label for what the fact is about ('name', 'goal', 'preference', "
-    "'constraint', 'locker number', 'advisor', ...); topic narrows it (use the key again when nothing "
-    "narrower fits, for example 'diet' under 'constraint'); value is copied word for word from the user's "
-    "message. Never use the assistant's words. "
-    'Reply with JSON only, exactly: {"facts": [{"key": "...", "topic": "...", "value": "..."}]} '
-    "(an empty list when there are none)."
-)
-MAX_VALUE_CHARS = 200
 EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
-MAX_LABEL_CHARS = 60
 # "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
 _MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
                            r"(?:now\s+|still\s+)?"
@@ -57,15 +48,8 @@ class ProfileFormatError(ReplyFormatError):
     """An extraction reply was not the strict JSON shape; it is rejected and nothing is merged."""
 
 
-def attribute_label(key: str, topic: str) -> str:
-    """The fact store's attribute name: ``key``, or ``key/topic`` when the topic narrows it."""
-    return key if topic in (key, "") else f"{key}/{topic}"
-
-
-def split_label(label: str) -> tuple[str, str]:
-    """``attribute_label``'s inverse: ``"constraint/diet"`` -> ``("constraint", "diet")``, ``"name"`` -> twice."""
-    key, _, topic = label.partition("/")
-    return key, topic or key
+attribute_label = write_fact_label  # (key, topic) -> the fact store's attribute: "name", "constraint/diet"
+split_label = read_fact_label  # its inverse: "constraint/diet" -> ("constraint", "diet"), "name" -> twice
 
 
 def _stated_runs(user_text: str) -> list[str]:
@@ -119,35 +103,10 @@ def extract_with_rules(user_text: str) -> list[dict]:
     return items
 
 
-def extraction_request(turn_id: int, user_text: str, assistant_text: str = "",
-                       max_reply_chars: int = 600) -> list[dict]:
-    """The model extractor's request for one turn: the user's words, the reply only as context."""
-    body = write_section(USER_SAID, user_text, f"turn {turn_id}")  # helpers.context_format: the sections
-    if assistant_text:
-        clipped = " ".join(assistant_text.split())[:max_reply_chars]
-        body += "\n\n" + write_section(ASSISTANT_REPLIED, clipped, "context only, never a source of facts")
-    return [{"role": "system", "content": EXTRACTOR_PROMPT}, {"role": "user", "content": body}]
-
-
-def parse_profile_reply(text: str) -> list[dict]:
-    """The fact items of a reply, or ProfileFormatError naming what is wrong (strict: no partial result)."""
-    try:
-        data = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise ProfileFormatError(f"reply is not JSON ({exc}); got {str(text)[:80]!r}") from None
-    if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
-        raise ProfileFormatError('reply must be exactly {"facts": [...]}; got ' + str(text)[:80])
-    for i, item in enumerate(data["facts"]):
-        if not isinstance(item, dict) or set(item) != {"key", "topic", "value"}:
-            raise ProfileFormatError(f"fact {i} must have exactly key, topic and value; got {item!r}")
-        if not all(isinstance(item[k], str) and item[k].strip() for k in ("key", "topic", "value")):
-            raise ProfileFormatError(f"fact {i} has an empty or non-text field: {item!r}")
-        if len(item["key"]) > MAX_LABEL_CHARS or len(item["topic"]) > MAX_LABEL_CHARS or "/" in item["key"]:
-            raise ProfileFormatError(f"fact {i}: key and topic must be short labels without '/' "
-                                     f"(at most {MAX_LABEL_CHARS} characters); got {item!r}")
-        if len(item["value"]) > MAX_VALUE_CHARS:
-            raise ProfileFormatError(f"fact {i} value is longer than {MAX_VALUE_CHARS} characters")
-    return data["facts"]
+def parse_profile_reply(text: Any) -> list[dict]:
+    """The profile items of a model's reply, read strictly as the campus set's (``CAMPUS.read_reply``), or
+    ProfileFormatError naming what is wrong (no partial result)."""
+    return _items(CAMPUS.read_reply(text))
 
 
 def extract_with_model(turn_id: int, user_text: str, assistant_text: str = "", *, client: Any = None,
@@ -155,24 +114,26 @@ def extract_with_model(turn_id: int, user_text: str, assistant_text: str = "", *
                        max_reply_chars: int = 600) -> list[dict]:
     """Profile items from one turn, asked of the model as strict JSON (else ``ProfileFormatError``).
 
-    The request is the campus set's, sent by the fact pipeline's ``ModelExtractor``."""
+    The request is the campus set's (the assistant's reply clipped to ``max_reply_chars``), sent by the fact
+    pipeline's ``ModelExtractor``."""
     extractor = ModelExtractor(campus_set(max_reply_chars), client=client, settings=settings, model=model)
-    return parse_profile_reply(extractor.ask(turn_id, user_text, assistant_text) or "")
+    return _items(extractor.read(extractor.ask(turn_id, user_text, assistant_text)))
 
 
 def _found(items: list[dict]) -> list[Found]:
     return [Found(attribute_label(item["key"], item["topic"]), item["value"]) for item in items]
 
 
+def _items(found: list[Found]) -> list[dict]:
+    return [dict(zip(("key", "topic"), split_label(f.attribute)), value=f.value) for f in found]
+
+
 def campus_set(max_reply_chars: int = 600) -> AttributeSet:
     """The campus facts as an attribute set of the fact pipeline: ``extract_with_rules`` offline, and for a
-    model ``extraction_request`` (the reply clipped to ``max_reply_chars``) read by ``parse_profile_reply``.
+    model the pipeline's one request (the assistant's reply clipped to ``max_reply_chars``) and reader.
     Open-ended: any attribute the user's words name is defined when first written."""
-    return AttributeSet(
-        "campus", CAMPUS_ATTRIBUTES, rules=lambda text: _found(extract_with_rules(text)),
-        request=lambda turn_id, user_text, assistant_text="": extraction_request(turn_id, user_text, assistant_text,
-                                                                                 max_reply_chars),
-        read_reply=lambda text: _found(parse_profile_reply(text)), open=True, max_tokens=EXTRACTION_MAX_TOKENS)
+    return AttributeSet("campus", CAMPUS_ATTRIBUTES, rules=lambda text: _found(extract_with_rules(text)), open=True,
+                        max_tokens=EXTRACTION_MAX_TOKENS, context_chars=max_reply_chars, error=ProfileFormatError)
 
 
 CAMPUS_ATTRIBUTES = {spec.name: spec for spec in (

@@ -139,14 +139,23 @@ class RollingSummary:
         return {"role": "system", "content": self.header() + "\n" + self.lines_text()}
 
     def to_dict(self) -> dict:
-        """JSON-ready state."""
-        return {"text": self.text, "turn_ids": list(self.turn_ids)}
+        """JSON-ready state; the covered turns as ``[first, last]`` runs, so a saved summary stays small."""
+        runs: list[list[int]] = []
+        for turn_id in self.turn_ids:
+            if runs and turn_id == runs[-1][1] + 1:
+                runs[-1][1] = turn_id
+            else:
+                runs.append([turn_id, turn_id])
+        return {"text": self.text, "turn_runs": runs}
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "RollingSummary":
-        """Counterpart of ``to_dict``."""
+        """Counterpart of ``to_dict`` (also reads the list of every id that older saves hold)."""
         data = data or {}
-        return cls(str(data.get("text", "")), [int(i) for i in data.get("turn_ids", [])])
+        ids = [int(i) for i in data.get("turn_ids", [])]
+        for first, last in data.get("turn_runs", []):
+            ids.extend(range(int(first), int(last) + 1))
+        return cls(str(data.get("text", "")), ids)
 
 
 @dataclass

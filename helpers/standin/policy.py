@@ -4,8 +4,8 @@
 text or tool calls. The rules, in order:
 
 1. **Special tasks** named in the system prompt: a grounding judge or a scope
-   classifier (notebook 03), a conversation summariser (notebook 08), a profile
-   extractor (notebook 09). Each has its own rule (implemented in
+   classifier (notebook 03), a conversation summariser (notebook 08), a fact
+   extractor (notebooks 09-10). Each has its own rule (implemented in
    ``helpers/standin/tasks.py``, reading meaning through ``helpers/standin/meaning.py``):
    - *grounding judge* (``judge_grounding``): every day, time, date, floor, room, code, number and
      name the ANSWER states must be in the PASSAGES, compared by what it means: "Wed" ==
@@ -29,12 +29,16 @@ text or tool calls. The rules, in order:
      list (like a model that skims its instructions); facts named in a MISSING
      section (a re-ask) are appended on a ``Pinned:`` line, which later summaries
      carry over.
-   - *profile extractor* (``extract_profile_facts``): regular expressions on the
-     USER SAID section only (never on the assistant's words): "my name is X" / "call
-     me X" -> name; "my goal is to ..." / "I'm aiming to ..." -> goal; "I'm
-     vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
-     constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." ->
-     preference. Reply: strict JSON ``{"facts": [...]}``.
+   - *fact extractor* (``extract_facts``; also a request that names a "profile extractor"):
+     regular expressions on the statements of the USER SAID section only (never on a question,
+     never on the assistant's words):
+     "my name is X" / "call me X" -> name; "my goal is to ..." / "I'm aiming to ..." ->
+     goal; "I'm vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to
+     ..." -> constraint/allergy; "I can't do ..." -> constraint/<topic>; "I prefer ..." ->
+     preference/<topic>. It keeps the facts the request's ATTRIBUTES list allows (all of
+     them when the list is open), so a closed list none of these name -- notebook 10's
+     delivery and contact facts -- gets none. Reply: the one strict JSON shape
+     ``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``.
 1b. **Questions about the user** ("who is my advisor?", "which locker is mine again?", "where
    did I grow up?", "what did I say about mornings?", "who is visiting next month?"), asked as
    the newest message: answered without tools from the user's own statements in the request --
@@ -78,11 +82,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from helpers.context_format import (GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER, SUMMARISER,
-                                    read_passage_lines, read_task)
+from helpers.context_format import (FACT_EXTRACTOR, GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER,
+                                    SUMMARISER, read_passage_lines, read_task)
 from helpers.standin.meaning import asks_for, embed, length_limit, sentences
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
-                                   extract_profile_facts, judge_grounding, summarise_conversation)
+                                   extract_facts, judge_grounding, summarise_conversation)
 
 _WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?", re.I)
 STANDIN_NOTE = "offline stand-in"
@@ -454,6 +458,6 @@ def _special_task(system: str, messages: list[dict]) -> Decision | None:
         return Decision(content=json.dumps(classify_scope(_text(messages[-1]))))
     if task == SUMMARISER:
         return Decision(content=summarise_conversation(_text(messages[-1])))
-    if task == PROFILE_EXTRACTOR:
-        return Decision(content=json.dumps(extract_profile_facts(_text(messages[-1]))))
+    if task in (FACT_EXTRACTOR, PROFILE_EXTRACTOR):
+        return Decision(content=extract_facts(system, _text(messages[-1])))
     return None

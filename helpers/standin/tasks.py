@@ -2,11 +2,12 @@
 
 ``helpers.standin.policy.decide`` hands a request here when its system prompt names a
 task -- a grounding judge or scope classifier (notebook 03), a conversation summariser
-or profile extractor (notebooks 08-09) -- and asks ``_about_user``/``_noted`` before
+(notebook 08) or fact extractor (notebooks 09-10) -- and asks ``_about_user``/``_noted`` before
 its agent rules. The rules are listed, in order, in ``helpers/standin/policy.py``.
 Like everything in the stand-in, they read only the request they are given. The text formats they read
-and write -- task markers, request sections, quoted turns, fact lines, summary lines -- are those of
-``helpers/context_format.py``, and the profile extractor's rules those of ``helpers/profile_rules.py``:
+and write -- task markers, request sections, quoted turns, fact lines, summary lines, the fact extractor's
+attribute list and reply -- are those of ``helpers/context_format.py``, and the fact extractor's rules those
+of ``helpers/profile_rules.py``:
 the same functions the memory layer writes and reads them with, so the stand-in imports nothing of it.
 
 **The memory rule** (questions about the user, rule 1b). It is a rule, not a model. It reads
@@ -74,9 +75,10 @@ import numpy as np
 
 from helpers.clock import WEEKDAYS
 from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE: re-exported)
-                                    MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT, read_fact_lines,
-                                    read_judge_request, read_left_out_note, read_pinned_line, read_quotes,
-                                    read_sections, read_turn_line, write_left_out_note, write_pinned_line,
+                                    MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT, ReplyFact,
+                                    read_attributes, read_fact_lines, read_judge_request, read_left_out_note,
+                                    read_pinned_line, read_quotes, read_sections, read_turn_line,
+                                    write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                     write_quote_line)
 from helpers.profile_rules import PROFILE_RULES, profile_facts  # noqa: F401  (PROFILE_RULES: re-exported)
 from helpers.standin.meaning import (GENERIC, HARM_KINDS, STOP, campus_nearness, content_stems, facts_in,
@@ -209,9 +211,26 @@ def summarise_conversation(prompt: str) -> str:
     return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
 
 
-def extract_profile_facts(prompt: str) -> dict:
-    """Rule: the regular expressions in PROFILE_RULES (``helpers.profile_rules``), on the USER SAID section only."""
-    return {"facts": profile_facts(read_sections(prompt).get(USER_SAID, ""))}
+def extract_facts(system: str, prompt: str) -> str:
+    """Rule: the regular expressions in PROFILE_RULES (``helpers.profile_rules``), on the USER SAID section only;
+    a question states no fact, so its sentences are left out. Each fact is labelled as the fact store names it
+    (``constraint/diet``), its evidence the sentence that says it, and kept when the request's ATTRIBUTES
+    allow it: any, when the list is open (or there is none), else only the listed ones -- so a closed list none
+    of these rules names (notebook 10's delivery and contact facts) gets ``{"facts": []}``. The reply is the
+    fact extractor's one shape (``write_fact_reply``)."""
+    said = "\n".join(s for s in sentences(read_sections(prompt).get(USER_SAID, "")) if not s.endswith("?"))
+    listed = read_attributes(system)
+    found = []
+    for item in profile_facts(said):
+        label = write_fact_label(item["key"], item["topic"])
+        if listed is None or listed[1] or label in listed[0]:
+            found.append(ReplyFact(label, item["value"], _sentence_with(said, item["value"])))
+    return write_fact_reply(found)
+
+
+def _sentence_with(said: str, value: str) -> str:
+    """The first sentence of ``said`` that holds ``value`` (any case), else the value itself."""
+    return next((s for s in sentences(said) if value.lower() in s.lower()), value)
 
 
 # ---------------------------------------------------------------- questions about the user (rule 1b)
