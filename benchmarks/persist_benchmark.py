@@ -21,10 +21,19 @@ of them alike); a ratio is taken within each round, and the table shows the medi
 with the spread (min-max). Times are wall-clock (``time.perf_counter``: PostgreSQL works in another
 process), with the garbage collector paused while a turn is timed.
 
+The assistant (``helpers.assistant.open_assistant``: guardrails, summary, recall with stored vectors, a
+profile over the fact store, facts written after each save) is measured by asking it ``--assistant-turns``
+real questions (default 3,000: a seeded ``convgen`` conversation of statements, corrections and campus
+questions), on SQLite and PostgreSQL, timing every save and every whole turn; the table compares turns
+``near`` (the 20 turns after it) with the last 20 turns. Its memory state is a shared part plus one part
+per turn (``helpers.session_memory.TurnPartedMemory``), so a save writes the new turn's part, not the
+whole memory.
+
 Targets: a save at turn 10,000 within 2x of a save at turn 50; a whole saved turn under 2x an unsaved
 turn of a ChatSession at the same point. PostgreSQL is measured when a DSN is given (--dsn,
 WORKSHOP_TEST_PG_DSN, or the one tests/setup_postgres.sh wrote); otherwise one line says it was skipped.
 Run: python benchmarks/persist_benchmark.py [--near 50] [--far 10000] [--window 20] [--rounds 30] [--dsn DSN]
+                                           [--assistant-turns 3000] (0 skips the assistant)
 """
 from __future__ import annotations
 
@@ -128,6 +137,34 @@ def ratio(values: list[float]) -> str:
     return f"{statistics.median(values):6.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
+def assistant_run(db: str, turns: int, near: int, schema: str | None = None) -> tuple[list[float], ...]:
+    """Ask one assistant ``turns`` questions; (saves, whole turns) in seconds around ``near`` and at the end."""
+    from helpers.assistant import open_assistant
+    from helpers.memory.convgen import generate
+
+    client, settings = make_offline_client(), load_settings("offline")
+    texts = [t.user for t in generate(3, 200, 20).turns]
+    assistant = open_assistant(settings, "bench", "assistant", db=db, client=client, schema=schema)
+    saves = timed_saves(assistant.session)
+    saved, whole = [], []
+    start = time.perf_counter()
+    for n in range(turns):
+        before = len(saves)
+        whole.append(turn_seconds(assistant.ask, texts[n % len(texts)]))
+        saved.append(saves[-1] if len(saves) > before else float("nan"))  # a refused question saves nothing
+        if (n + 1) % 500 == 0:
+            print(f"  {n + 1:,} turns in {time.perf_counter() - start:.0f} s", flush=True)
+    stored = assistant.store.load_state("bench", "assistant").state
+    assert stored == assistant.session.snapshot(), "the store does not hold what the assistant holds"
+    assistant.close()
+    window = 20
+
+    def at(values: list[float], first: int) -> list[float]:
+        return [v for v in values[first:first + window] if v == v]
+
+    return at(saved, near), at(saved, turns - window), at(whole, near), at(whole, turns - window)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--near", type=int, default=50)
@@ -135,6 +172,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=20, help="max_turns of every session")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--dsn", default=None)
+    parser.add_argument("--assistant-turns", type=int, default=3000)
     args = parser.parse_args()
     client, settings = make_offline_client(), load_settings("offline")
     kwargs = dict(max_turns=args.window, client=client, settings=settings)
@@ -212,6 +250,26 @@ def main() -> None:
         store.close()
     if dsn:
         drop_schema(dsn, SCHEMA)
+    if args.assistant_turns <= args.near + 20:
+        return
+    runs = [("SQLite", str(Path(folder.name) / "assistant.db"), None)]
+    if dsn:
+        runs.append(("PostgreSQL", dsn, SCHEMA + "_assistant"))
+    results = {}
+    for name, db, schema in runs:
+        print(f"\nThe assistant on {name}: {args.assistant_turns:,} questions")
+        if schema:
+            drop_schema(dsn, schema)
+        results[name] = assistant_run(db, args.assistant_turns, args.near, schema)
+        if schema:
+            drop_schema(dsn, schema)
+    far = args.assistant_turns - 20
+    print(f"\nThe assistant (recall, profile, facts, guardrails); median of 20 turns (min-max)")
+    print(f"{'':<28} {'turns ' + format(args.near, ',') + '+':>27} {'turns ' + format(far, ',') + '+':>27}   ratio")
+    for name, (save_near, save_far, turn_near, turn_far) in results.items():
+        for label, a, b in ((f"{name}: save", save_near, save_far), (f"{name}: whole turn", turn_near, turn_far)):
+            print(f"{label:<28} {ms(a):>27} {ms(b):>27}   "
+                  f"{statistics.median(b) / statistics.median(a):6.2f}x")
 
 
 if __name__ == "__main__":

@@ -76,9 +76,9 @@ def memory(client, settings) -> MemoryAssembler:
 
 def build_session(turns: int, client, settings, rng: np.random.Generator) -> ChatSession:
     """A ``turns``-turn session built from its snapshot, its recall index holding synthetic vectors."""
-    index = RecallIndex(client=client, settings=settings)
+    remembered = memory(client, settings)  # its state: one part per turn (MemoryAssembler.state)
     for n in range(turns):
-        index.add(n, turn(n))
+        remembered.recall.add(n, turn(n))
     kept = list(range(max(turns - WINDOW, 0), turns))
     state = ChatSession(client=client, settings=settings, memory=memory(client, settings)).snapshot()
     state.update(
@@ -86,7 +86,7 @@ def build_session(turns: int, client, settings, rng: np.random.Generator) -> Cha
         turns=[{"turn_id": n, "question": statement(n), "answer": "Noted.", "steps": 1}
                for n in range(turns)],
         dropped=[{"turn_id": n, "messages": turn(n), "tokens": 30} for n in range(turns) if n not in kept])
-    state["memory"]["recall"] = index.state()
+    state["memory"] = remembered.state()
     session = ChatSession.from_snapshot(state, client=client, settings=settings,
                                         memory=memory(client, settings))
     recall = session.memory.recall

@@ -181,3 +181,27 @@ def test_a_save_that_fails_keeps_the_memory_and_the_store_as_they_were(tmp_path,
     assert reopened.snapshot() == session.snapshot()
     assert reopened.session.memory.profile.get("locker number").value == "8080"
     store.close()
+
+
+def test_a_session_stored_with_its_whole_memory_in_the_header_keeps_every_turn_after_the_next_save(tmp_path):
+    """Sessions saved before memories kept one part per turn: the first save stores everything once."""
+    from helpers.memory.assembler import _split_turns
+
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    session = PersistentSession.open(store, "ada", "s1", memory=assistant_like(), max_turns=2)
+    for text in SAID[:4] + ASKED[:2]:
+        session.chat(text)
+    state = session.snapshot()
+    recall, profile = _split_turns(state["memory"].pop("turns"), {}, {"user_id": "ada"})
+    state["memory"].update(recall=recall, profile=profile)  # the layout older saves wrote: all in the header
+    store.save("ada", "s1", state)
+    assert all("memory" not in json.loads(body) for (body,) in
+               store._connection().execute("SELECT body FROM session_turns").fetchall())
+    old = PersistentSession.open(store, "ada", "s1", memory=assistant_like(), max_turns=2)
+    texts = dict(old.session.memory.recall.texts)
+    assert len(texts) >= 4
+    old.chat("My bike is green.")
+    again = PersistentSession.open(store, "ada", "s1", memory=assistant_like(), max_turns=2)
+    assert again.snapshot() == old.snapshot()
+    assert {i: again.session.memory.recall.texts[i] for i in texts} == texts  # no older turn lost its part
+    store.close()

@@ -76,7 +76,7 @@ class PersistentSession:
         session = restore(stored, session_class, session_kwargs)
         opened = cls(store, user_id, session_id, session, revision=stored.info.revision,
                      session_kwargs=session_kwargs)
-        opened._synced = session.mark(memory=False)  # the session is what the store holds
+        opened._synced = _synced_mark(session, stored.state)  # the session is what the store holds
         return opened
 
     @property
@@ -130,7 +130,7 @@ class PersistentSession:
             raise
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
         self.revision = stored.info.revision
-        self._synced = self.session.mark(memory=False)
+        self._synced = _synced_mark(self.session, stored.state)
 
     def _check_open(self, action: str) -> None:
         if self.closed:
@@ -289,3 +289,17 @@ class PersistentSession:
     def __repr__(self) -> str:
         return (f"PersistentSession(user_id={self.user_id!r}, session_id={self.session_id!r}, "
                 f"turns={len(self.session.turn_ids)}, revision={self.revision})")
+
+
+def _synced_mark(session: ChatSession, stored: dict) -> SnapshotMark | None:
+    """The mark saves of what changed start from, or None when the next save must store the whole snapshot.
+
+    A session stored before memories kept one part per turn holds its whole memory state in the header
+    (no ``"turns"``). Its rows carry no parts, so writing only what changed would leave the older turns'
+    parts out: the first save stores everything once, and saves of what changed follow.
+    """
+    memory = stored.get("memory")
+    if isinstance(memory, dict) and memory and "turns" not in memory and \
+            callable(getattr(getattr(session, "memory", None), "turn_state", None)):
+        return None
+    return session.mark(memory=False)
