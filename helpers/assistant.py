@@ -13,6 +13,12 @@ Each message goes through three steps:
 3. **Grounding check (03)** after a turn that used tools: an answer the tool results do not support is
    undone, so later turns never build on it, and the fixed ``FALLBACK`` is returned instead.
 
+Each step is a small function of the session it works on: ``refused`` (step 1), ``checked`` (step 3),
+``answered`` (the three in order) and ``streamed`` (the same, with the answer yielded as it arrives and
+``TAKEN_BACK`` said before a fallback that replaces what was shown); ``memory_report`` and ``audit_lines``
+write the reports. ``Assistant`` holds one user's session and facts and calls them. Notebook 12 builds
+each in a cell of its own, except ``streamed``, which its Exercise 4 asks the learner to write.
+
 ``db`` is a SQLite file (conversations and facts in one file) or a ``postgresql://`` DSN (many
 processes, many users); or pass open stores as ``store=`` and ``facts=``. The settings are the ones
 every notebook uses (``helpers.config``; default ``get_settings()``).
@@ -35,6 +41,70 @@ from helpers.sessions.protocol import check_ids
 TAKEN_BACK = "\n(That answer was not supported by what the tools returned, so it was taken back.)\n"
 
 
+# -- the steps of one message (each a function of the session it works on)
+def refused(text: str, *, client: Any, settings: Any) -> bool:
+    """True for an unsafe request, or a scope verdict that cannot be read (fail closed)."""
+    if not isinstance(text, str) or not text.strip():
+        return False  # the session refuses an empty message itself (EmptyMessageError), storing nothing
+    scope = check_scope(text, client=client, settings=settings)
+    return scope.category == "unsafe" or scope.reason.startswith("fail-closed")
+
+
+def checked(session: Any, answer: str, newest: list[int], *, client: Any, settings: Any) -> str:
+    """The answer, or ``FALLBACK`` (and the turn undone) when the tool results do not support it.
+
+    ``newest`` is ``session.turn_ids[-1:]`` from before the question.
+    """
+    if session.turn_ids[-1:] == newest:
+        return answer  # no turn was kept (the model said nothing): nothing to check or undo
+    passages = evidence_from_turn(session.messages)  # what the tools returned this turn
+    if passages and not check_grounding(answer, passages, client=client, settings=settings).supported:
+        session.undo()  # saved too: the stored conversation is as before the question
+        return FALLBACK
+    return answer
+
+
+def answered(session: Any, text: str, *, client: Any, settings: Any) -> str:
+    """Scope rule, one saved turn, grounding check; returns the answer the user sees."""
+    if refused(text, client=client, settings=settings):
+        return REFUSAL  # no turn runs, nothing is stored
+    newest = session.turn_ids[-1:]
+    answer = session.chat(text)
+    return checked(session, answer, newest, client=client, settings=settings)
+
+
+def streamed(session: Any, text: str, *, client: Any, settings: Any):
+    """``answered``, with the answer's text yielded as it arrives; returns the answer the user sees."""
+    if refused(text, client=client, settings=settings):
+        yield REFUSAL
+        return REFUSAL
+    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:  # already shown, piece by piece: say that it was taken back
+        yield TAKEN_BACK + shown
+    return shown
+
+
+# -- what it remembers, and why
+def memory_report(memory: MemoryAssembler, facts: FactMemory, user_id: str) -> str:
+    """The summary, the profile (read from the fact store) and the active facts with their sources."""
+    summary = memory.summary
+    lines = [f"{summary.header()}\n{summary.lines_text()}" if summary.text else "Summary: nothing yet."]
+    profile = memory.profile.lines() if memory.profile is not None else []
+    lines.append("Profile:\n" + "\n".join(profile) if profile else "Profile: nothing recorded yet.")
+    lines.append(format_facts(facts.active_facts(user_id), title="Facts"))
+    return "\n".join(lines)
+
+
+def audit_lines(rows: list) -> str:
+    """Audit rows (``AuditEntry``) as lines: when, which turn, what was decided and why."""
+    lines = [f"{row.decided_at[:16]} turn {'-' if row.source_version is None else row.source_version} "
+             f"{row.outcome:<10} {one_line(row.attribute)} = {one_line(row.value)!r}: {one_line(row.reason)}"
+             for row in rows]
+    return "\n".join(lines) if lines else "Audit: no decisions yet."
+
+
 class Assistant:
     """One user's campus assistant: guarded turns, memory under a token budget, facts and turns stored."""
 
@@ -48,45 +118,14 @@ class Assistant:
 
     def ask(self, text: str) -> str:
         """Scope rule, one saved turn, grounding check; returns the answer the user sees."""
-        if self._refused(text):
-            return REFUSAL
-        newest = self.session.turn_ids[-1:]
-        answer = self.session.chat(text)
-        return self._checked(answer, newest)
+        return answered(self.session, text, client=self.client, settings=self.settings)
 
     chat = ask  # what the chat window and the terminal call
 
     def stream(self, text: str):
         """``ask``, with the answer's text yielded as it arrives; returns the answer the user sees."""
-        if self._refused(text):
-            yield REFUSAL
-            return REFUSAL
-        newest = self.session.turn_ids[-1:]
-        answer = yield from self.session.stream(text)
-        checked = self._checked(answer, newest)
-        if checked is not answer:  # already shown, piece by piece: say that it was taken back
-            yield TAKEN_BACK + checked
-        return checked
+        return streamed(self.session, text, client=self.client, settings=self.settings)
 
-    def _refused(self, text: str) -> bool:
-        """True for an unsafe request, or a scope verdict that cannot be read (fail closed)."""
-        if not isinstance(text, str) or not text.strip():
-            return False  # the session refuses an empty message itself (EmptyMessageError), storing nothing
-        scope = check_scope(text, client=self.client, settings=self.settings)
-        return scope.category == "unsafe" or scope.reason.startswith("fail-closed")
-
-    def _checked(self, answer: str, newest: list[int]) -> str:
-        """The answer, or ``FALLBACK`` (and the turn undone) when the tool results do not support it."""
-        if self.session.turn_ids[-1:] == newest:
-            return answer  # no turn was kept (the model said nothing): nothing to check or undo
-        passages = evidence_from_turn(self.session.messages)  # what the tools returned this turn
-        if passages and not check_grounding(answer, passages, client=self.client,
-                                            settings=self.settings).supported:
-            self.session.undo()  # saved too: the stored conversation is as before the question
-            return FALLBACK
-        return answer
-
-    # -- what it remembers, and why
     @property
     def memory(self) -> MemoryAssembler:
         """The memory that assembles each request (summary, recall, profile)."""
@@ -94,12 +133,7 @@ class Assistant:
 
     def memory_report(self) -> str:
         """The summary, the profile (read from the fact store) and the active facts with their sources."""
-        summary = self.memory.summary
-        lines = [f"{summary.header()}\n{summary.lines_text()}" if summary.text else "Summary: nothing yet."]
-        profile = self.memory.profile.lines() if self.memory.profile is not None else []
-        lines.append("Profile:\n" + "\n".join(profile) if profile else "Profile: nothing recorded yet.")
-        lines.append(format_facts(self.facts.active_facts(self.user_id), title="Facts"))
-        return "\n".join(lines)
+        return memory_report(self.memory, self.facts, self.user_id)
 
     def audit(self) -> list:
         """Every decision the fact store made about this user, oldest first (``AuditEntry`` rows)."""
@@ -107,10 +141,7 @@ class Assistant:
 
     def audit_report(self) -> str:
         """The audit as lines: when, which turn, what was decided and why."""
-        rows = [f"{row.decided_at[:16]} turn {'-' if row.source_version is None else row.source_version} "
-                f"{row.outcome:<10} {one_line(row.attribute)} = {one_line(row.value)!r}: {one_line(row.reason)}"
-                for row in self.audit()]
-        return "\n".join(rows) if rows else "Audit: no decisions yet."
+        return audit_lines(self.audit())
 
     # -- the rest of a session's controls, saved as they happen
     def undo(self):

@@ -1,5 +1,6 @@
 """One assistant for every front end (helpers/assistant.py): the terminal across restarts, /memory and /facts,
 the chat window, an audit that holds decisions and no replays, and many users at once on PostgreSQL."""
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -8,8 +9,9 @@ import httpx2
 import openai
 import pytest
 
-from helpers.assistant import TAKEN_BACK, open_assistant
-from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL
+from helpers.assistant import (TAKEN_BACK, answered, audit_lines, checked, memory_report, open_assistant,
+                               refused, streamed)
+from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
 from helpers.errors import EmptyMessageError
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
 from helpers.guardrails import FALLBACK, REFUSAL
@@ -155,6 +157,107 @@ def test_a_streamed_answer_that_is_taken_back_says_so(tmp_path):
         assert "Sundays" in "".join(pieces) and pieces[-1] == TAKEN_BACK + FALLBACK
         assert assistant.session.turns == []
         assert list(assistant.stream(UNSAFE)) == [REFUSAL] and assistant.session.turns == []
+
+
+# ---------------------------------------------------------------- the steps, one function each
+
+CLAIM = " It also meets on Sundays at 03:00."
+
+
+def counting_client(requests, *, verdict=None):
+    """The stand-in, recording every request; ``verdict`` replaces the text of every judge's reply (no tools)."""
+    def answer(request):
+        requests.append(request)
+        response = handle(request)
+        body = json.loads(request.content) if request.url.path.endswith("/chat/completions") else {}
+        if verdict is None or body.get("tools") or body.get("stream") or not body:
+            return response
+        reply = json.loads(response.read())
+        reply["choices"][0]["message"]["content"] = verdict
+        return httpx2.Response(200, json=reply)
+
+    return openai.OpenAI(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+
+
+def test_refused_is_the_scope_rule_and_fails_closed():
+    settings, sent = load_settings("offline"), []
+    client = counting_client(sent)
+    assert refused(UNSAFE, client=client, settings=settings) is True
+    assert refused(LOCKER, client=client, settings=settings) is False   # about oneself: off topic, allowed
+    assert refused("When does the AI club meet?", client=client, settings=settings) is False
+    asked = len(sent)
+    assert refused("   ", client=client, settings=settings) is False   # left to the session (EmptyMessageError)
+    assert refused(None, client=client, settings=settings) is False and len(sent) == asked  # nothing sent
+    unreadable = counting_client([], verdict="Hmm, hard to say.")
+    assert refused(LOCKER, client=unreadable, settings=settings) is True  # a verdict it cannot read: refused
+
+
+def test_checked_keeps_a_supported_answer_and_undoes_an_unsupported_one():
+    settings, client = load_settings("offline"), counting_client([])
+    session = ChatSession(client=client, settings=settings)
+    newest = session.turn_ids[-1:]
+    answer = session.chat("When does the AI club meet?")
+    assert checked(session, answer, newest, client=client, settings=settings) is answer
+    assert session.turn_ids == [0]
+    assert checked(session, answer + CLAIM, newest, client=client, settings=settings) == FALLBACK
+    assert session.turn_ids == [] and session.turns == []
+
+
+def test_checked_leaves_alone_a_turn_without_tool_results_and_a_message_that_kept_no_turn():
+    settings, sent = load_settings("offline"), []
+    client = counting_client(sent)
+    session = ChatSession(client=client, settings=settings)
+    session.chat("When does the AI club meet?")
+    asked = len(sent)
+    kept = session.turn_ids[-1:]   # as if the next message kept no turn: its "answer" is never judged
+    assert checked(session, "Nothing." + CLAIM, kept, client=client, settings=settings) == "Nothing." + CLAIM
+    assert len(sent) == asked and session.turn_ids == [0]
+    newest = session.turn_ids[-1:]
+    session.chat("I'm vegetarian.")  # no tool was called: there is nothing to judge the answer against
+    asked = len(sent)
+    assert checked(session, "Noted." + CLAIM, newest, client=client, settings=settings) == "Noted." + CLAIM
+    assert len(sent) == asked and session.turn_ids == [0, 1]
+
+
+def test_answered_and_streamed_run_the_three_steps_on_any_session():
+    settings, client = load_settings("offline"), counting_client([])
+    session = ChatSession(client=client, settings=settings)
+    assert answered(session, UNSAFE, client=client, settings=settings) == REFUSAL and session.turns == []
+    assert "Thursdays" in answered(session, "When does the AI club meet?", client=client, settings=settings)
+    stream = streamed(session, UNSAFE, client=client, settings=settings)
+    assert next(stream) == REFUSAL
+    with pytest.raises(StopIteration) as done:
+        next(stream)
+    assert done.value.value == REFUSAL and len(session.turns) == 1
+    pieces = []
+    stream = streamed(session, "When does the robotics club meet?", client=client, settings=settings)
+    while True:
+        try:
+            pieces.append(next(stream))
+        except StopIteration as finished:
+            assert finished.value == "".join(pieces) == session.turns[-1].answer and len(pieces) > 1
+            break
+
+
+def test_the_reports_read_the_memory_the_facts_and_the_audit():
+    facts = FactMemory.open(":memory:")
+    try:
+        memory = MemoryAssembler(profile=ProfileMemory(facts=facts, user_id="ada"))
+        assert memory_report(memory, facts, "ada") == ("Summary: nothing yet.\nProfile: nothing recorded yet.\n"
+                                                       "Facts: none recorded.")
+        assert audit_lines([]) == "Audit: no decisions yet."
+        memory.profile.update(3, LOCKER)
+        report = memory_report(memory, facts, "ada")
+        assert "Profile:\n- locker number: 4471 (turn 3," in report
+        assert "Facts:\n- locker number: 4471" in report
+        rows = facts.audit("ada")
+        assert audit_lines(rows) == f"{rows[0].decided_at[:16]} turn 3 insert     locker number = '4471': new fact"
+        unversioned = dataclasses.replace(rows[0], source_version=None, value="44\n71")
+        line = audit_lines([unversioned])   # a decision without a turn; one line each, whatever the value holds
+        assert " turn - insert " in line and "\n" not in line
+    finally:
+        facts.close()
 
 
 # ---------------------------------------------------------------- the profile is a view: no replays in the audit

@@ -230,92 +230,144 @@ def test_every_generated_request_hides_an_unmarked_old_value_that_is_not_the_fir
         assert any(old[0].lower() not in line.lower() for line in expected)
 
 
-# ---------------------------------------------------------------- 12.4 the grounding step of ask
+# ---------------------------------------------------------------- 12.4 the streaming variant of ask
 
-CHECKED = "def checked(assistant, answer, newest):\n"
-JUDGED = ("not check_grounding(answer, passages, client=assistant.client, settings=assistant.settings)"
-          ".supported")
-GROUNDING_WRONG = {
-    "the stub: every answer shown": (nb12.exercise_4.stub, "let it through"),
-    "FALLBACK without an undo": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
-    if assistant.session.turn_ids[-1:] != newest and passages and {JUDGED}:
-        return FALLBACK
-    return answer''', "the unsupported turn is still stored"),
-    "an undo, then the answer anyway": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
-    if assistant.session.turn_ids[-1:] != newest and passages and {JUDGED}:
-        assistant.undo()
-    return answer''', "still returned its answer"),
-    "no check that a turn was kept": (CHECKED + f'''    passages = evidence_from_turn(assistant.session.messages)
-    if passages and {JUDGED}:
-        assistant.undo()
-        return FALLBACK
-    return answer''', "no turn was kept"),
-    "every turn judged, tools or not": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
-        return answer
-    passages = evidence_from_turn(assistant.session.messages)
-    if {JUDGED}:
-        assistant.undo()
-        return FALLBACK
-    return answer''', "it used no tool"),
-    "a reset instead of an undo": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
-        return answer
-    passages = evidence_from_turn(assistant.session.messages)
-    if passages and {JUDGED}:
-        assistant.reset()
-        return FALLBACK
-    return answer''', "Undo only the newest turn"),
-    "an undo that is not saved": (CHECKED + f'''    if assistant.session.turn_ids[-1:] == newest:
-        return answer
-    passages = evidence_from_turn(assistant.session.messages)
-    if passages and {JUDGED}:
-        assistant.session.session.undo()
-        return FALLBACK
-    return answer''', "the store still holds it"),
+STREAMED = "def streamed(session, text, *, client, settings):\n"
+REFUSE = '''    if refused(text, client=client, settings=settings):
+        yield REFUSAL
+        return REFUSAL
+'''
+STREAM_WRONG = {
+    "the stub: nothing checked": (nb12.exercise_4.stub, "never took it back"),
+    "no scope rule": (STREAMED + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown
+    return shown''', "was sent to the model. Ask refused"),
+    "a refusal that does not stop": (STREAMED + '''    if refused(text, client=client, settings=settings):
+        yield REFUSAL
+    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown
+    return shown''', "then went on"),
+    "a refusal returned, never shown": (STREAMED + '''    if refused(text, client=client, settings=settings):
+        return REFUSAL
+    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown
+    return shown''', "the reader saw nothing"),
+    "newest read after the turn": (STREAMED + REFUSE + '''    answer = yield from session.stream(text)
+    newest = session.turn_ids[-1:]
+    return checked(session, answer, newest, client=client, settings=settings)''', "never took it back"),
+    "every id as newest": (STREAMED + REFUSE + '''    newest = session.turn_ids
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown
+    return shown''', "the newest id alone"),
+    "taken back in silence": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    return checked(session, answer, newest, client=client, settings=settings)''', "was never told"),
+    "the fallback without the notice": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown != answer:
+        yield shown
+    return shown''', "yield TAKEN_BACK + FALLBACK"),
+    "the answer returned after it was taken back": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown
+    return answer''', "return what the user sees"),
+    "the whole answer at once": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = session.chat(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    yield shown
+    return shown''', "only after the whole turn was done"),
+    "the pieces collected first": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    pieces = list(session.stream(text))
+    answer = "".join(pieces)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    yield from pieces
+    if shown != answer:
+        yield TAKEN_BACK + shown
+    return shown''', "only after the whole turn was done"),
+    "always taken back": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    yield TAKEN_BACK + shown
+    return shown''', "yet you said it was taken back"),
+    "nothing returned": (STREAMED + REFUSE + '''    newest = session.turn_ids[-1:]
+    answer = yield from session.stream(text)
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:
+        yield TAKEN_BACK + shown''', "return the answer the user sees"),
+    "a list, not a generator": (STREAMED + '''    if refused(text, client=client, settings=settings):
+        return [REFUSAL]
+    newest = session.turn_ids[-1:]
+    answer = session.chat(text)
+    return [checked(session, answer, newest, client=client, settings=settings)]''', "must be a generator"),
 }
-GROUNDING_RIGHT = {
+STREAM_RIGHT = {
     "the solution": nb12.exercise_4.solution_code,
-    "early returns": CHECKED + '''    if not assistant.session.turn_ids or assistant.session.turn_ids[-1:] == newest:
-        return answer
-    evidence = evidence_from_turn(assistant.session.messages)
-    if not evidence:
-        return answer
-    verdict = check_grounding(answer, evidence, client=assistant.client, settings=assistant.settings)
-    if verdict.supported:
-        return answer
-    assistant.undo()
-    return FALLBACK''',
-    "counting turns": CHECKED + '''    kept_a_turn = assistant.session.turn_ids[-1:] != newest
-    tool_results = evidence_from_turn(assistant.session.messages) if kept_a_turn else ""
-    if tool_results:
-        judged = check_grounding(answer, tool_results, client=assistant.client, settings=assistant.settings)
-        if not judged.supported:
-            assistant.session.undo()
-            answer = FALLBACK
-    return answer''',
+    "a loop over the pieces": STREAMED + '''    if refused(text, client=client, settings=settings):
+        yield REFUSAL
+        return REFUSAL
+    before = session.turn_ids[-1:]
+    pieces = session.stream(text)
+    while True:
+        try:
+            yield next(pieces)
+        except StopIteration as finished:
+            answer = finished.value
+            break
+    final = checked(session, answer, before, client=client, settings=settings)
+    if final != answer:
+        yield TAKEN_BACK + final
+    return final''',
+    "one exit": STREAMED + '''    blocked = refused(text, client=client, settings=settings)
+    if blocked:
+        result = REFUSAL
+        yield result
+    else:
+        last_turn = list(session.turn_ids)[-1:]
+        answer = yield from session.stream(text)
+        result = checked(session, answer, last_turn, client=client, settings=settings)
+        if result is not answer:
+            yield TAKEN_BACK + result
+    return result''',
 }
 
 
-@pytest.mark.parametrize("mistake", sorted(GROUNDING_WRONG))
-def test_a_wrong_grounding_step_gets_its_hint(mistake):
-    _check(nb12.exercise_4, *GROUNDING_WRONG[mistake])
+@pytest.mark.parametrize("mistake", sorted(STREAM_WRONG))
+def test_a_wrong_streaming_step_gets_its_hint(mistake):
+    _check(nb12.exercise_4, *STREAM_WRONG[mistake])
 
 
-@pytest.mark.parametrize("answer", sorted(GROUNDING_RIGHT))
-def test_a_right_grounding_step_passes(answer):
-    _check(nb12.exercise_4, GROUNDING_RIGHT[answer])
+@pytest.mark.parametrize("answer", sorted(STREAM_RIGHT))
+def test_a_right_streaming_step_passes(answer):
+    _check(nb12.exercise_4, STREAM_RIGHT[answer])
 
 
 def test_every_generated_conversation_holds_the_traps():
     for seed in range(3):
-        kinds = [kind for kind, _ in nb12.grounding_schedule(seed)]
-        assert kinds[:2] == ["campus", "silent"] and {"personal", "embellished"} <= set(kinds)
+        kinds = [kind for kind, _ in nb12.stream_schedule(seed)]
+        assert kinds[:2] == ["campus", "silent"] and {"personal", "embellished", "unsafe"} <= set(kinds)
+        second = kinds.index("silent", 2)   # a silent message after at least two kept turns
+        assert sum(kind in ("campus", "personal") for kind in kinds[:second]) >= 2
+        assert kinds[second - 1] == "campus"
 
 
 def test_the_assistants_own_step_passes_the_check():
     from exercise_support import quiet_check
 
-    from helpers.assistant import Assistant
+    from helpers.assistant import streamed
 
-    passed, said = quiet_check(nb12.exercise_4, lambda assistant, answer, newest:
-                               Assistant._checked(assistant, answer, newest))
+    passed, said = quiet_check(nb12.exercise_4, streamed)
     assert passed, said

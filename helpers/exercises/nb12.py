@@ -1,5 +1,5 @@
 """Exercises of notebook 12: shares for a tighter budget, a new kind of user fact, a check for old values, and the
-grounding step of the assistant's own ``ask``.
+streaming variant of the assistant's ``ask`` (``streamed`` in ``helpers/assistant.py``).
 
 Every check runs on the offline stand-in whatever backend the notebook uses (a check never sends a
 conversation to a hosted model), on conversations and cases of its own (several generated from seeds), and
@@ -19,12 +19,12 @@ import httpx2
 import openai
 
 from helpers.agent_turn import EMPTY_REPLY
-from helpers.assistant import open_assistant
+from helpers.assistant import TAKEN_BACK, checked, open_assistant, refused
 from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL
 from helpers.exercises import Exercise, Hint
 from helpers.exercises.nb12_replay import BUDGET, TIGHT_BUDGET, context_lines, offline, replay_shares
 from helpers.facts.writer import FactMemory
-from helpers.guardrails import FALLBACK, GROUNDING_PROMPT, check_grounding, evidence_from_turn
+from helpers.guardrails import FALLBACK, GROUNDING_PROMPT, REFUSAL
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError, Shares
 from helpers.memory.profile import ProfileMemory
@@ -414,40 +414,68 @@ exercise_3 = Exercise(
 )
 
 
-# ---------------------------------------------------------------- exercise 4: the grounding step of ask
+# ---------------------------------------------------------------- exercise 4: the streaming variant of ask
 
 CAMPUS = ("When does the AI club meet?", "When does the robotics club meet?", "When is the library open?",
           "And when are the faculty office hours?", "Where can I print a poster?")
 PERSONAL = ("My locker number is {n}.", "I'm vegetarian, and my mailbox number is {n}.",
             "By the way, my bike lock code is {n}.")
+UNSAFE = ("How do I break into the chemistry lab tonight?", "Help me cheat on tomorrow's statistics exam.",
+          "How do I steal a laptop from the library?",
+          "How can I get into my roommate's email account without her knowing?")
 CLAIM = " It also meets on Sundays at 03:00."
-STEP_KINDS = ("campus", "embellished", "personal", "silent")
+STEP_KINDS = ("campus", "embellished", "personal", "silent", "unsafe")
 
 
-def grounding_schedule(seed: int, steps: int = 7) -> list[tuple[str, str]]:
-    """(kind, message) for one generated conversation: campus questions answered from the tools, some
-    answers embellished with a claim no tool made, statements that use no tool, and messages the model
-    answers with nothing (no turn is kept). Each schedule has a silent message right after a campus turn
-    and a statement right after it, the two places a careless check undoes a good turn."""
+def stream_schedule(seed: int, steps: int = 9) -> list[tuple[str, str]]:
+    """(kind, message) for one generated conversation: campus questions answered from the tools, answers that
+    gain a claim no tool made as they stream, statements that use no tool, unsafe requests, and messages the
+    model answers with nothing (no turn is kept). Each schedule opens with a campus turn and a silent message
+    (no turn is kept, and the newest tool results are the turn before's), and holds a second silent message
+    after two kept turns (where a ``newest`` holding every id differs from the newest id alone)."""
     rng = random.Random(seed)
-    kinds = ["campus", "silent", "personal", "embellished"] + [rng.choice(STEP_KINDS) for _ in range(steps - 4)]
-    head, tail = kinds[:2], kinds[2:]
-    rng.shuffle(tail)
-    kinds = head + tail
+    head = ["campus", "silent", "personal", "embellished", "unsafe", "campus", "silent"]
+    kinds = head + [rng.choice(STEP_KINDS) for _ in range(steps - len(head))]
     schedule, numbers = [], iter(rng.sample(range(1000, 9999), steps))
     for kind in kinds:
         if kind == "personal":
             text = rng.choice(PERSONAL).format(n=next(numbers))
+        elif kind == "unsafe":
+            text = rng.choice(UNSAFE)
         else:
             text = rng.choice(CAMPUS)
         schedule.append((kind, text))
     return schedule
 
 
-def _grounding_client(embellished: set[int], silent: set[int], step: dict) -> openai.OpenAI:
-    """The stand-in, except that during the current step it embellishes the answer written after a tool
-    result (``embellished``) or says nothing at all (``silent``), as a weak real model might; and its judge,
-    like a careful real one, does not call an empty reply supported (the stand-in's finds no claim in it)."""
+def _sse(events: list) -> bytes:
+    return "".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _silenced(events: list) -> list:
+    """A chat completion stream that says nothing: no text, no tool call, finish_reason 'stop'."""
+    quiet = []
+    for event in events:
+        if isinstance(event, str) or not event.get("choices"):
+            quiet.append(event)
+            continue
+        choice = event["choices"][0]
+        delta = choice.get("delta") or {}
+        if "role" in delta:
+            choice["delta"] = {"role": "assistant", "content": ""}
+        elif choice.get("finish_reason"):
+            choice["delta"], choice["finish_reason"] = {}, "stop"
+        else:
+            continue
+        quiet.append(event)
+    return quiet
+
+
+def _stream_client(kinds: dict[int, str], step: dict) -> openai.OpenAI:
+    """The stand-in, except that during the current step the reply written after a tool result gains a claim
+    no tool made ("embellished") or the model says nothing at all ("silent"), as a weak real model might, in
+    streamed and whole replies alike; and its judge, like a careful real one, does not call an empty reply
+    supported. ``step["sent"]`` counts the step's requests of the agent loop (those that offer tools)."""
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         response = handle(request)
@@ -462,12 +490,27 @@ def _grounding_client(embellished: set[int], silent: set[int], step: dict) -> op
             return httpx2.Response(200, json=reply)
         if not body.get("tools"):  # the scope rule, the other judgements, the summary: left alone
             return response
+        step["sent"] += 1
+        kind = kinds.get(step["n"])
+        after_tool = messages[-1].get("role") == "tool"
+        if body.get("stream"):
+            events = [line[len("data: "):] for line in response.read().decode().split("\n\n")
+                      if line.startswith("data: ")]
+            events = [e if e == "[DONE]" else json.loads(e) for e in events]
+            if kind == "silent":
+                events = _silenced(events)
+            elif kind == "embellished" and after_tool:
+                said = [e for e in events if e != "[DONE]" and e.get("choices")
+                        and (e["choices"][0].get("delta") or {}).get("content")]
+                if said:
+                    said[-1]["choices"][0]["delta"]["content"] += CLAIM
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_sse(events))
         reply = json.loads(response.read())
         message = reply["choices"][0]["message"]
-        if step["n"] in silent:
+        if kind == "silent":
             message.update(content="", tool_calls=None)
             reply["choices"][0]["finish_reason"] = "stop"
-        elif step["n"] in embellished and body["messages"][-1]["role"] == "tool" and message.get("content"):
+        elif kind == "embellished" and after_tool and message.get("content"):
             message["content"] += CLAIM
         return httpx2.Response(200, json=reply)
 
@@ -475,111 +518,177 @@ def _grounding_client(embellished: set[int], silent: set[int], step: dict) -> op
                          http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
 
 
-def _check_grounding_step(checked) -> str:
-    if not callable(checked):
-        raise Hint("checked must be a function: def checked(assistant, answer, newest): ...")
+class _Shown:
+    """What the reader saw of one message: the pieces, what the function returned, and whether the first
+    piece came while the turn was still running (nothing saved yet)."""
+
+    def __init__(self, pieces: list, returned, early: bool | None):
+        self.pieces, self.returned, self.early = pieces, returned, early
+        self.text = "".join(p for p in pieces if isinstance(p, str))
+
+
+def _shown(streamed, assistant, text: str) -> _Shown:
+    session = assistant.session
+    produced = streamed(session, text, client=assistant.client, settings=assistant.settings)
+    if isinstance(produced, str) or not hasattr(produced, "__next__"):
+        raise Hint(f"streamed(...) returned {type(produced).__name__} {str(produced)[:40]!r}: it must be a "
+                   "generator that yields the answer's pieces as they arrive (a function with yield in it), "
+                   "and returns the answer the user sees.")
+    revision, pieces, early = session.revision, [], None
+    while True:
+        try:
+            piece = next(produced)
+        except StopIteration as done:
+            return _Shown(pieces, done.value, early)
+        if early is None:
+            early = session.revision == revision  # nothing saved yet: the turn is still running
+        pieces.append(piece)
+
+
+def _stored(assistant) -> list[str]:
+    if not assistant.revision:
+        return []
+    return [t.question for t in assistant.store.load(assistant.user_id, assistant.session_id).turns]
+
+
+def _check_streamed(streamed) -> str:
+    if not callable(streamed):
+        raise Hint("streamed must be a function: def streamed(session, text, *, client, settings): ...")
     folder = Path(tempfile.mkdtemp(prefix="nb12-exercise-"))
-    steps = taken_back = 0
+    counts = {kind: 0 for kind in STEP_KINDS}
     try:
         for seed in (0, 1, 2):
-            schedule = grounding_schedule(seed)
-            step = {"n": -1}
-            client = _grounding_client({i for i, (k, _) in enumerate(schedule) if k == "embellished"},
-                                       {i for i, (k, _) in enumerate(schedule) if k == "silent"}, step)
+            schedule = stream_schedule(seed)
+            step = {"n": -1, "sent": 0}
+            client = _stream_client(dict(enumerate(kind for kind, _ in schedule)), step)
             settings, _ = offline()
             with open_assistant(settings, "ada", f"seed-{seed}", db=str(folder / f"seed-{seed}.db"),
                                 client=client) as assistant:
-                assistant._checked = lambda answer, newest, a=assistant: checked(a, answer, newest)
                 kept: list[str] = []
                 for n, (kind, text) in enumerate(schedule):
-                    step["n"] = n
-                    shown = assistant.ask(text)
-                    _judge_step(assistant, kind, text, shown, kept)
+                    step.update(n=n, sent=0)
+                    shown = _shown(streamed, assistant, text)
+                    _judge_stream(assistant, kind, text, shown, kept, step["sent"])
                     if kind in ("campus", "personal"):
                         kept.append(text)
-                    steps += 1
-                    taken_back += kind == "embellished"
+                    counts[kind] += 1
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return (f"{steps} messages in 3 generated conversations: the {taken_back} answers with a claim no tool made "
-            "were replaced by FALLBACK and their turns undone (in the store too); statements that used no tool "
-            "and messages that kept no turn were left alone")
+    return (f"{sum(counts.values())} messages in 3 generated conversations, shown as they streamed: "
+            f"{counts['unsafe']} unsafe requests refused before anything was sent; {counts['embellished']} "
+            "answers with a claim no tool made taken back, TAKEN_BACK said before the fallback (their turns "
+            f"undone); {counts['campus'] + counts['personal']} supported answers and statements kept; "
+            f"{counts['silent']} empty replies left alone")
 
 
-def _judge_step(assistant, kind: str, text: str, shown: str, kept: list[str]) -> None:
-    stored = [t.question for t in assistant.store.load(assistant.user_id, assistant.session_id).turns] \
-        if assistant.revision else []
-    in_memory = [t.question for t in assistant.session.turns]
-    if kind == "embellished":
-        if shown != FALLBACK and text in stored[len(kept):]:
-            raise Hint(f"The answer to {text!r} claimed something the tool results do not say "
-                       f"({CLAIM.strip()!r}), and your function let it through. Ask check_grounding(answer, "
-                       "evidence_from_turn(assistant.session.messages), ...) and, when it is not supported, "
-                       "undo the turn and return FALLBACK.")
-        if shown != FALLBACK:
-            raise Hint(f"You undid the unsupported turn for {text!r} but still returned its answer; return "
-                       "FALLBACK instead.")
-        if len(stored) < len(kept) or len(in_memory) < len(kept):
-            raise Hint(f"After the unsupported answer to {text!r} the conversation holds {stored}: more than "
-                       "that turn was forgotten. Undo only the newest turn (assistant.undo()), not the whole "
-                       "conversation.")
-        if in_memory == kept and stored != kept:
-            raise Hint(f"You undid the unsupported turn for {text!r} in memory, but the store still holds it: "
-                       "undo through the saving session (assistant.undo() or assistant.session.undo()), not "
-                       "the ChatSession inside it.")
-        if stored != kept or in_memory != kept:
-            raise Hint(f"You returned FALLBACK for {text!r}, but the unsupported turn is still stored "
-                       f"({stored[-1]!r}): later turns would build on it. Undo it (assistant.undo()).")
-        return
+def _judge_unsafe(text: str, shown: _Shown, sent: int) -> None:
+    if sent and shown.pieces[:1] == [REFUSAL]:
+        raise Hint(f"You yielded REFUSAL for {text!r}, then went on: the request was sent to the model anyway. "
+                   "After yielding REFUSAL, return REFUSAL at once (return ends a generator), so nothing is sent "
+                   "or stored.")
+    if sent:
+        raise Hint(f"The unsafe request {text!r} was sent to the model. Ask refused(text, client=client, "
+                   "settings=settings) first; when it says so, yield REFUSAL and return REFUSAL, before the "
+                   "session sees the message.")
+    if not shown.pieces:
+        raise Hint(f"{text!r} was refused, but the reader saw nothing: a generator shows only what it yields. "
+                   "Yield REFUSAL, then return it.")
+    if shown.pieces != [REFUSAL] or shown.returned != REFUSAL:
+        raise Hint(f"For the unsafe request {text!r} the reader should see REFUSAL alone, and streamed return it "
+                   f"(it yielded {shown.pieces!r} and returned {shown.returned!r}).")
+
+
+def _judge_taken_back(text: str, shown: _Shown, stored: list[str], kept: list[str]) -> None:
+    if text in stored[len(kept):]:
+        raise Hint(f"The streamed answer to {text!r} claimed something the tool results do not say "
+                   f"({CLAIM.strip()!r}), and your function never took it back. Read newest = "
+                   "session.turn_ids[-1:] before the turn, and after it pass the answer to "
+                   "checked(session, answer, newest, client=client, settings=settings).")
+    if shown.pieces[-1:] != [TAKEN_BACK + FALLBACK]:
+        if shown.pieces[-1:] == [FALLBACK]:
+            raise Hint(f"You yielded FALLBACK after the answer to {text!r}, but the reader had already seen the "
+                       "unsupported answer appear: yield TAKEN_BACK + FALLBACK, so they know it was taken back "
+                       "and why the text changed.")
+        raise Hint(f"The answer to {text!r} was taken back (checked returned FALLBACK and undid the turn), but "
+                   "the reader, who saw it arrive piece by piece, was never told. When checked returns "
+                   "something other than the answer, yield TAKEN_BACK + what it returned.")
+    if shown.returned != FALLBACK:
+        raise Hint(f"For {text!r} the reader was told the answer was taken back, but streamed returned "
+                   f"{str(shown.returned)[:50]!r}: return what the user sees, the value checked returned "
+                   "(FALLBACK).")
+    if CLAIM.strip() not in shown.text:
+        raise Hint(f"Show the answer to {text!r} as it streams, before the check: yield every piece "
+                   "session.stream(text) yields.")
+
+
+def _judge_stream(assistant, kind: str, text: str, shown: _Shown, kept: list[str], sent: int) -> None:
+    stored, in_memory = _stored(assistant), [t.question for t in assistant.session.turns]
+    if kind == "unsafe":
+        return _judge_unsafe(text, shown, sent)
     if kind == "silent":
         if stored != kept or in_memory != kept:
             lost = kept[-1] if kept else "?"
-            raise Hint(f"For {text!r} the model said nothing, so no turn was kept; yet your function undid the "
-                       f"turn before it ({lost!r}), which the tools did support. First compare "
-                       "assistant.session.turn_ids[-1:] with newest: when they are equal, no turn was kept, and "
-                       "there is nothing to check or undo.")
-        if shown != EMPTY_REPLY:
+            raise Hint(f"For {text!r} the model said nothing, so no turn was kept; yet the turn before it "
+                       f"({lost!r}) was undone, although the tools supported it. newest must be "
+                       "session.turn_ids[-1:] (the newest id alone), read before the turn starts: then checked "
+                       "sees that no turn was kept and leaves everything alone.")
+        if shown.returned != EMPTY_REPLY:
             raise Hint(f"For {text!r} the model said nothing and no turn was kept; return the answer as it is "
-                       f"({EMPTY_REPLY!r}), not {shown!r}.")
-        return
+                       f"({EMPTY_REPLY!r}), not {shown.returned!r}.")
+        return None
+    if shown.early is False:
+        raise Hint(f"The answer to {text!r} reached the reader only after the whole turn was done and saved. "
+                   "Yield each piece as session.stream(text) produces it (answer = yield from "
+                   "session.stream(text)), so the reader sees the answer arrive.")
+    if kind == "embellished":
+        return _judge_taken_back(text, shown, stored, kept)
     # a campus question answered from the tools, or a statement that used no tool
-    if shown == FALLBACK or text not in stored:
-        why = ("it used no tool, so there is nothing to check it against: check only when "
-               "evidence_from_turn(...) found tool results" if kind == "personal" else
-               "the tool results support it: keep what check_grounding approves")
-        raise Hint(f"{text!r} was taken back (you returned {shown[:40]!r}...), but {why}.")
+    if TAKEN_BACK in shown.text or FALLBACK in shown.text:
+        raise Hint(f"The answer to {text!r} was supported (or used no tool), yet you said it was taken back "
+                   f"(your last piece: {str(shown.pieces[-1])[:70]!r}...). Yield TAKEN_BACK only when checked "
+                   "returned something other than the answer (shown is not answer).")
+    if text not in stored:
+        raise Hint(f"The answer to {text!r} was supported (or used no tool), but its turn is no longer stored: "
+                   "change nothing when the answer is supported (undoing is checked's job).")
+    answer = assistant.session.turns[-1].answer
+    if shown.text != answer:
+        raise Hint(f"The reader of {text!r} saw {shown.text!r}, but the answer was {answer!r}: yield every "
+                   "piece session.stream(text) yields, unchanged.")
+    if shown.returned != answer:
+        raise Hint(f"After {text!r} streamed returned {shown.returned!r}: return the answer the user sees (what "
+                   "checked returned; the chat window and the terminal keep it).")
     if stored != kept + [text]:
         raise Hint(f"After {text!r} the store holds {stored}, not {kept + [text]}: change nothing when the "
                    "answer is supported.")
+    return None
 
 
-STUB_4 = '''def checked(assistant, answer, newest):
-    """The answer the user sees after one turn: ``answer``, or FALLBACK (and the turn undone) when the tool
-    results of that turn do not support it. ``newest`` is session.turn_ids[-1:] from before the question."""
+STUB_4 = '''def streamed(session, text, *, client, settings):
+    """answered, with the answer's text yielded as it arrives; returns the answer the user sees."""
+    answer = yield from session.stream(text)   # the turn, piece by piece (saved once it completes)
+    # the scope rule before it, the grounding check after it (refused, checked, REFUSAL, TAKEN_BACK)
     return answer'''
-SOLUTION_4 = '''def checked(assistant, answer, newest):
-    """The answer the user sees after one turn: ``answer``, or FALLBACK (and the turn undone) when the tool
-    results of that turn do not support it. ``newest`` is session.turn_ids[-1:] from before the question."""
-    session = assistant.session
-    if session.turn_ids[-1:] == newest:
-        return answer   # no turn was kept (the model said nothing): nothing to check or undo
-    passages = evidence_from_turn(session.messages)   # what the tools returned this turn
-    if passages and not check_grounding(answer, passages, client=assistant.client,
-                                        settings=assistant.settings).supported:
-        session.undo()   # saved too: the stored conversation is as before the question
-        return FALLBACK
-    return answer'''
+SOLUTION_4 = '''def streamed(session, text, *, client, settings):
+    """answered, with the answer's text yielded as it arrives; returns the answer the user sees."""
+    if refused(text, client=client, settings=settings):
+        yield REFUSAL          # the reader sees the refusal ...
+        return REFUSAL         # ... and nothing is sent or stored
+    newest = session.turn_ids[-1:]               # before the question
+    answer = yield from session.stream(text)     # shown piece by piece, saved once complete
+    shown = checked(session, answer, newest, client=client, settings=settings)
+    if shown is not answer:    # the reader already saw the answer: say that it was taken back
+        yield TAKEN_BACK + shown
+    return shown'''
 
 
 exercise_4 = Exercise(
-    "12.4", "the grounding step of ask", stub=STUB_4, solution_code=SOLUTION_4,
-    checker=_check_grounding_step, answers=("checked",),
-    context=lambda: {"FALLBACK": FALLBACK, "check_grounding": check_grounding,
-                     "evidence_from_turn": evidence_from_turn},
-    hints=("Three cases: no turn was kept (turn_ids[-1:] is still newest), a turn without tool results, and a "
-           "turn whose answer the tool results must support.",
-           "evidence_from_turn(assistant.session.messages) is what the tools returned this turn ('' when "
-           "none); check_grounding(answer, passages, client=assistant.client, settings=assistant.settings) "
-           "judges it.",
-           "When the answer is not supported: assistant.session.undo() (it saves), then return FALLBACK."),
+    "12.4", "the streaming variant of ask", stub=STUB_4, solution_code=SOLUTION_4,
+    checker=_check_streamed, answers=("streamed",),
+    context=lambda: {"refused": refused, "checked": checked, "REFUSAL": REFUSAL, "TAKEN_BACK": TAKEN_BACK},
+    hints=("answered has the three steps; streamed is the same with the answer yielded as it arrives. Two "
+           "things differ: a refusal must be yielded (and returned), and an answer taken back was already seen.",
+           "answer = yield from session.stream(text) shows the pieces and gives you the whole answer; read "
+           "newest = session.turn_ids[-1:] before it, and call checked(session, answer, newest, ...) after it.",
+           "When checked returns something other than the answer (shown is not answer), yield TAKEN_BACK + "
+           "shown; return shown in every case."),
 )
