@@ -54,3 +54,25 @@ def profile_facts(said: str) -> list[dict]:
             value = _FILLER_TAIL.sub("", " ".join(match.group(1).split()).strip(" '\""))
             facts.append({"key": key, "topic": topic_of(value) if topic == "*" else topic, "value": value})
     return facts
+
+
+# "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
+MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
+                          r"(?:now\s+|still\s+)?"
+                          r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
+_NOT_ATTRIBUTES = {"name"}  # covered by the name rule, which knows "call me ..."
+_TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
+_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
+                         re.I)
+
+
+def my_attribute_facts(sentence: str) -> list[dict]:
+    """``{"key", "topic", "value"}`` for each "my <attribute> is <value>" in one sentence (open-ended: any
+    attribute the user names, its key and topic the attribute itself)."""
+    found = []
+    for match in MY_ATTRIBUTE.finditer(sentence):
+        attribute = " ".join(match.group(1).lower().split())
+        value = _TAIL_WORDS.sub("", _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\""))
+        if attribute not in _NOT_ATTRIBUTES and value:
+            found.append({"key": attribute, "topic": attribute, "value": value})
+    return found

@@ -132,7 +132,7 @@ def embellishing_client():
 def test_an_answer_the_tools_do_not_support_is_taken_back(tmp_path):
     said = "I'm vegetarian, and my locker number is 4471."   # answered without tools: nothing to check
     with open_assistant(None, "ada", "main", db=tmp_path / "campus.db", client=embellishing_client()) as talkative:
-        assert talkative.ask(said) == "Noted: vegetarian."
+        assert talkative.ask(said) == "Noted: vegetarian; 4471."
         revision = talkative.revision
         assert talkative.ask("When does the robotics club meet?") == FALLBACK
         assert [t.question for t in talkative.session.turns] == [said]

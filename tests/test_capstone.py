@@ -57,8 +57,8 @@ SHARES_WRONG = {
     "a dict": ("my_shares = {'profile': 0.6, 'summary': 0.0, 'recall': 0.2}", "must be a Shares"),
     "everything to the profile": ("my_shares = Shares(profile=1.0, summary=0, recall=0)",
                                   "it was sent in 0"),
-    "nearly everything to the profile": ("my_shares = Shares(profile=0.9, summary=0.0, recall=0.1)",
-                                         "leave the window (nearly) nothing"),
+    "profile and recall split the room": ("my_shares = Shares(profile=0.5, summary=0.0, recall=0.5)",
+                                          "leave the window (nearly) nothing"),
     "summary and recall fill the room": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.5)",
                                          "leave the window (nearly) nothing"),
 }

@@ -27,21 +27,13 @@ from helpers.context_format import read_fact_label, write_fact_label  # the labe
 from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
 from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
-from helpers.profile_rules import profile_facts
+from helpers.profile_rules import my_attribute_facts, profile_facts
 
 EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
-# "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
-_MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
-                           r"(?:now\s+|still\s+)?"
-                           r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
-_NOT_ATTRIBUTES = {"name"}  # covered by the profile rules' name rule, which knows "call me ..."
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
 _DOT = "\u2024"  # stands in for an abbreviation's full stop while sentences are split
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LINE_BREAK = re.compile(r"\s*[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]\s*")  # what str.splitlines splits at
-_TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
-_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
-                         re.I)
 
 
 class ProfileFormatError(ReplyFormatError):
@@ -92,14 +84,10 @@ def extract_with_rules(user_text: str) -> list[dict]:
     items = profile_facts(said)  # helpers.profile_rules: the rules the stand-in's profile extractor reads too
     seen = {(item["key"], item["topic"]) for item in items}
     for sentence in (piece for run in runs for piece in _SENTENCE_END.split(run)):
-        for match in _MY_ATTRIBUTE.finditer(sentence):
-            attribute = " ".join(match.group(1).lower().split())
-            value = _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\"")
-            value = _TAIL_WORDS.sub("", value).replace(_DOT, ".")
-            if attribute in _NOT_ATTRIBUTES or not value or (attribute, attribute) in seen:
-                continue
-            seen.add((attribute, attribute))
-            items.append({"key": attribute, "topic": attribute, "value": value})
+        for item in my_attribute_facts(sentence):  # helpers.profile_rules: the stand-in reads the same
+            if (item["key"], item["topic"]) not in seen:
+                seen.add((item["key"], item["topic"]))
+                items.append({**item, "value": item["value"].replace(_DOT, ".")})
     return items
 
 

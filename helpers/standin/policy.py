@@ -49,8 +49,8 @@ text or tool calls. The rules, in order:
    the user gets "I don't know", never a guess, and a campus question asked in the first person
    ("where can I print my essay?") goes on to the tools (the full rule is in
    ``helpers/standin/tasks.py``).
-   A newest message that only *states* profile facts (the profile extractor's rules
-   match, no question mark) gets "Noted: ..." without tools; a bare acknowledgement
+   A newest message that only *states* profile facts (the profile rules match, "my <attribute>
+   is <value>" included; no question mark) gets "Noted: ..." without tools; a bare acknowledgement
    ("ok", "thanks!") gets "You're welcome!".
 2. **After tool results** (the last message is a tool result; read as JSON, a Python
    literal such as ``str(result)``, or plain text): if the question still

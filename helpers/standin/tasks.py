@@ -80,7 +80,7 @@ from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE
                                     read_pinned_line, read_quotes, read_sections, read_turn_line,
                                     write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                     write_quote_line)
-from helpers.profile_rules import PROFILE_RULES, profile_facts  # noqa: F401  (PROFILE_RULES: re-exported)
+from helpers.profile_rules import PROFILE_RULES, my_attribute_facts, profile_facts  # noqa: F401  (PROFILE_RULES: re-exported)
 from helpers.standin.meaning import (GENERIC, HARM_KINDS, STOP, campus_nearness, content_stems, facts_in,
                                      harm_signals, same_stem, sentences, shared_stems, similarity, stem,
                                      unsupported_claims)
@@ -212,8 +212,8 @@ def summarise_conversation(prompt: str) -> str:
 
 
 def extract_facts(system: str, prompt: str) -> str:
-    """Rule: the regular expressions in PROFILE_RULES (``helpers.profile_rules``), on the USER SAID section only;
-    a question states no fact, so its sentences are left out. Each fact is labelled as the fact store names it
+    """Rule: the profile rules (``said_facts``: PROFILE_RULES and "my <attribute> is <value>"), on the USER SAID
+    section only; a question states no fact, so its sentences are left out. Each fact is labelled as the fact store names it
     (``constraint/diet``), its evidence the sentence that says it, and kept when the request's ATTRIBUTES
     allow it: any, when the list is open (or there is none), else only the listed ones -- so a closed list none
     of these rules names (notebook 10's delivery and contact facts) gets ``{"facts": []}``. The reply is the
@@ -221,7 +221,7 @@ def extract_facts(system: str, prompt: str) -> str:
     said = "\n".join(s for s in sentences(read_sections(prompt).get(USER_SAID, "")) if not s.endswith("?"))
     listed = read_attributes(system)
     found = []
-    for item in profile_facts(said):
+    for item in said_facts(said):
         label = write_fact_label(item["key"], item["topic"])
         if listed is None or listed[1] or label in listed[0]:
             found.append(ReplyFact(label, item["value"], _sentence_with(said, item["value"])))
@@ -652,5 +652,18 @@ def _noted(messages: list[dict]) -> str | None:
         return None
     if _is_ack(_text(messages[-1])) and _text(messages[-1]).strip():
         return "You're welcome!"
-    facts = profile_facts(_text(messages[-1]))
+    facts = said_facts(_text(messages[-1]))
     return "Noted: " + "; ".join(f["value"] for f in facts) + "." if facts else None
+
+
+def said_facts(said: str) -> list[dict]:
+    """The facts a user's words state by the profile rules (``helpers.profile_rules``): ``profile_facts``,
+    then "my <attribute> is <value>" sentence by sentence for attributes those did not name."""
+    facts = profile_facts(said)
+    seen = {(f["key"], f["topic"]) for f in facts}
+    for sentence in sentences(said):
+        for fact in my_attribute_facts(sentence):
+            if (fact["key"], fact["topic"]) not in seen:
+                seen.add((fact["key"], fact["topic"]))
+                facts.append(fact)
+    return facts
