@@ -24,8 +24,8 @@ process), with the garbage collector paused while a turn is timed.
 The assistant (``helpers.assistant.open_assistant``: guardrails, summary, recall with stored vectors, a
 profile over the fact store, facts written after each save) is measured by asking it ``--assistant-turns``
 real questions (default 3,000: a seeded ``convgen`` conversation of statements, corrections and campus
-questions), on SQLite and PostgreSQL, timing every save and every whole turn; the table compares turns
-``near`` (the 20 turns after it) with the last 20 turns. Its memory state is a shared part plus one part
+questions), on SQLite and PostgreSQL: one assistant asked ``near`` questions and one asked
+``--assistant-turns``, then both ask the same campus question per round, in turn (as above). Its memory state is a shared part plus one part
 per turn (``helpers.session_memory.TurnPartedMemory``), so a save writes the new turn's part, not the
 whole memory.
 
@@ -137,32 +137,40 @@ def ratio(values: list[float]) -> str:
     return f"{statistics.median(values):6.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
-def assistant_run(db: str, turns: int, near: int, schema: str | None = None) -> tuple[list[float], ...]:
-    """Ask one assistant ``turns`` questions; (saves, whole turns) in seconds around ``near`` and at the end."""
+def assistant_at(db: str, session_id: str, turns: int, schema: str | None = None):
+    """An assistant that has been asked ``turns`` questions of a seeded conversation (statements, corrections,
+    campus questions), with its saves timed from now on: (assistant, save times, the conversation)."""
     from helpers.assistant import open_assistant
     from helpers.memory.convgen import generate
 
     client, settings = make_offline_client(), load_settings("offline")
     texts = [t.user for t in generate(3, 200, 20).turns]
-    assistant = open_assistant(settings, "bench", "assistant", db=db, client=client, schema=schema)
-    saves = timed_saves(assistant.session)
-    saved, whole = [], []
+    assistant = open_assistant(settings, "bench", session_id, db=db, client=client, schema=schema)
     start = time.perf_counter()
     for n in range(turns):
-        before = len(saves)
-        whole.append(turn_seconds(assistant.ask, texts[n % len(texts)]))
-        saved.append(saves[-1] if len(saves) > before else float("nan"))  # a refused question saves nothing
+        assistant.ask(texts[n % len(texts)])
         if (n + 1) % 500 == 0:
-            print(f"  {n + 1:,} turns in {time.perf_counter() - start:.0f} s", flush=True)
-    stored = assistant.store.load_state("bench", "assistant").state
-    assert stored == assistant.session.snapshot(), "the store does not hold what the assistant holds"
-    assistant.close()
-    window = 20
+            print(f"  {session_id}: {n + 1:,} turns in {time.perf_counter() - start:.0f} s", flush=True)
+    return assistant, timed_saves(assistant.session), texts
 
-    def at(values: list[float], first: int) -> list[float]:
-        return [v for v in values[first:first + window] if v == v]
 
-    return at(saved, near), at(saved, turns - window), at(whole, near), at(whole, turns - window)
+def assistant_rounds(db: str, near: int, far: int, rounds: int, schema: str | None = None) -> dict:
+    """Two assistants on one database, at ``near`` and ``far`` turns, asking one question each per round (in
+    turn, so load on the machine falls on both); per round: each one's save and whole turn, in seconds."""
+    runs = {n: assistant_at(db, f"at-{n}", n, schema) for n in (near, far)}
+    times: dict = {(what, n): [] for what in ("save", "turn") for n in runs}
+    for r in range(rounds):
+        for n in (list(runs) if r % 2 == 0 else list(runs)[::-1]):  # both ask the same question
+            assistant, saves, _texts = runs[n]
+            before = len(saves)
+            times["turn", n].append(turn_seconds(assistant.ask, QUESTIONS[r % len(QUESTIONS)]))
+            assert len(saves) == before + 1, "a campus question is always answered and saved"
+            times["save", n].append(saves[-1])
+    for assistant, _saves, _texts in runs.values():
+        stored = assistant.store.load_state("bench", assistant.session_id).state
+        assert stored == assistant.session.snapshot(), "the store does not hold what the assistant holds"
+        assistant.close()
+    return times
 
 
 def main() -> None:
@@ -250,27 +258,28 @@ def main() -> None:
         store.close()
     if dsn:
         drop_schema(dsn, SCHEMA)
-    if args.assistant_turns <= args.near + 20:
+    if args.assistant_turns <= args.near:
         return
+    near, far = args.near, args.assistant_turns
     runs = [("SQLite", str(Path(folder.name) / "assistant.db"), None)]
     if dsn:
         runs.append(("PostgreSQL", dsn, SCHEMA + "_assistant"))
     results = {}
     for name, db, schema in runs:
-        print(f"\nThe assistant on {name}: {args.assistant_turns:,} questions")
+        print(f"\nThe assistant on {name}: one asked {near:,} questions, one {far:,}")
         if schema:
             drop_schema(dsn, schema)
-        results[name] = assistant_run(db, args.assistant_turns, args.near, schema)
+        results[name] = assistant_rounds(db, near, far, args.rounds, schema)
         if schema:
             drop_schema(dsn, schema)
-    far = args.assistant_turns - 20
-    print(f"\nThe assistant (recall, profile, facts, guardrails); median of 20 turns (min-max)")
-    print(f"{'':<28} {'turns ' + format(args.near, ',') + '+':>27} {'turns ' + format(far, ',') + '+':>27}   ratio")
-    for name, (save_near, save_far, turn_near, turn_far) in results.items():
-        for label, a, b in ((f"{name}: save", save_near, save_far), (f"{name}: whole turn", turn_near, turn_far)):
-            print(f"{label:<28} {ms(a):>27} {ms(b):>27}   "
-                  f"{statistics.median(b) / statistics.median(a):6.2f}x")
-
+    print(f"\nThe assistant (recall, profile, facts, guardrails); median over {args.rounds} rounds (min-max); "
+          "ratios taken within each round")
+    print(f"{'':<28} {'turn ' + format(near, ','):>27} {'turn ' + format(far, ','):>27}   "
+          f"turn {far:,} / turn {near:,}")
+    for name, times in results.items():
+        for what, label in (("save", "save"), ("turn", "whole turn")):
+            a, b = times[what, near], times[what, far]
+            print(f"{name + ': ' + label:<28} {ms(a):>27} {ms(b):>27}   {ratio([y / x for x, y in zip(a, b)])}")
 
 if __name__ == "__main__":
     main()
