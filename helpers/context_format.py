@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from helpers.errors import ConfigError
+from helpers.text import shorten
 
 # ---------------------------------------------------------------- line safety
 
@@ -522,7 +523,7 @@ def write_fact_reply(facts: Iterable[ReplyFact]) -> str:
 
 def _preview(text: Any, limit: int = 80) -> str:
     """``repr`` of what a reply held, cut at ``limit`` characters (a runaway reply makes no runaway message)."""
-    return repr(text if len(str(text)) <= limit else str(text)[:limit] + "...")
+    return repr(shorten(text, limit, flatten=False))
 
 
 def read_fact_reply(text: Any) -> tuple[list[ReplyFact], list[str]]:

@@ -43,6 +43,7 @@ from helpers.context_format import (ASSISTANT_REPLIED, FACT_EXTRACTOR, USER_SAID
 from helpers.errors import ConfigError, WorkshopError
 from helpers.facts.decisions import FactDecision
 from helpers.facts.schema import MAX_EVIDENCE_CHARS, MAX_VALUE_CHARS, AttributeSpec, Candidate
+from helpers.text import shorten
 
 OPEN_DESCRIPTION = "stated by the user"  # what an open domain's attribute is described as when first named
 MAX_PROBLEMS = 5  # a rejected reply's error names this many problems, then how many more there were
@@ -165,7 +166,7 @@ def read_reply(domain: AttributeSet, reply: Any) -> list[Found]:
     found = []
     for index, fact in enumerate(facts):
         attribute = _open_label(fact.attribute) if domain.open else fact.attribute
-        named = repr(fact.attribute if len(fact.attribute) <= 60 else fact.attribute[:60] + "...")
+        named = repr(shorten(fact.attribute, 60, flatten=False))
         if domain.open and not is_fact_label(attribute):
             problems.append(f"facts[{index}].attribute {named} is not a label: at most 40 letters, digits, "
                             "spaces, _ ' and -, with at most one / between a kind and its topic")
