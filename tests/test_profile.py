@@ -133,7 +133,7 @@ def test_assistant_words_are_never_user_facts(caplog):
     server = ScriptedServer([facts_reply(("name", "name", "Lark"))])
     memory = ProfileMemory(extractor="model", **server.kwargs())
     with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
-        update = memory.update(0, "What is your name?", "My name is Lark.")
+        update = memory.update(0, "I'm new here. What is your name?", "My name is Lark.")
     assert len(memory) == 0 and "not in the user's words" in update.rejected[0]
     assert "not in the user's words" in caplog.text
 
@@ -269,3 +269,31 @@ def test_an_older_turn_never_overrides_and_state_replays(profile):
     restored = ProfileMemory(extractor="rules")
     restored.restore(json.loads(json.dumps(profile.state())))
     assert restored.lines() == profile.lines()
+
+
+def test_a_message_that_states_nothing_asks_no_extractor():
+    """Questions and small talk state no fact (merge would reject anything found), so no request is spent."""
+    from helpers.memory.profile_extraction import CAMPUS
+    from helpers.facts.pipeline import RuleExtractor
+
+    class Counting:
+        user_id = "ada"
+
+        def __init__(self):
+            self.asked, self.rules = [], RuleExtractor(CAMPUS, user_id="ada")
+
+        def extract(self, turn_id, user_text, assistant_text=""):
+            self.asked.append(user_text)
+            return self.rules.extract(turn_id, user_text, assistant_text)
+
+        def define(self, memory, candidates):
+            self.rules.define(memory, candidates)
+
+    counting = Counting()
+    profile = ProfileMemory(user_id="ada", extractor=counting)
+    for turn_id, text in enumerate(["What is my locker number?", "thanks!", "Where can I print? Is it open now?"]):
+        assert not profile.update(turn_id, text, "Some answer.").decisions
+    assert counting.asked == []
+    profile.update(3, "Where can I print? My locker number is 4471.")
+    assert counting.asked == ["Where can I print? My locker number is 4471."]
+    assert profile.get("locker number").value == "4471"

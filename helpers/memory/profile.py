@@ -223,8 +223,11 @@ class ProfileMemory:
                               settings=self.settings, model=self.model)
 
     def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
-        """Extract the user's facts from one turn and write them to the fact store (see the module)."""
-        if not is_substantive(user_text):
+        """Extract the user's facts from one turn and write them to the fact store (see the module).
+
+        A message that states nothing (only questions and small talk: no ``stated_parts``) asks no extractor:
+        ``merge`` would reject whatever it found, so on a real server that request would be wasted."""
+        if not is_substantive(user_text) or not stated_parts(user_text):
             return ProfileUpdate()
         extractor = self.extractor_for()
         if isinstance(extractor, RuleExtractor):  # offline rules: no request that could fail
