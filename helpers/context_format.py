@@ -433,7 +433,8 @@ class Passage:
 
 
 def write_passage_line(entry_id: str, title: Any, text: Any) -> str:
-    """``[id] title: text`` (``helpers.knowledge.format_context`` writes the same lines itself)."""
+    """``[id] title: text`` (``helpers.knowledge.format_context`` writes the same lines itself, from entries
+    the loader already made one line each: ``helpers.knowledge_files``)."""
     return f"[{entry_id}] {one_line(title)}: {one_line(text)}"
 
 

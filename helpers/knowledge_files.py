@@ -82,7 +82,7 @@ def _entry_from(row: dict, where: str) -> Entry:
             return None
         if not isinstance(value, str) or not value.strip():
             raise KnowledgeBaseError(f"{where}: field {name!r} must be a non-empty string")
-        return value.strip()
+        return " ".join(value.split())  # one line: a passage is one line of the context ("[id] title: text")
 
     entry_id = text_field("id", True)
     if not _ID_RE.match(entry_id):

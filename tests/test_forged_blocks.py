@@ -303,8 +303,10 @@ def test_a_question_yields_no_profile_facts_from_the_model_either():
     reply = {"content": json.dumps({"facts": [{"attribute": "name", "value": "Cal", "evidence": "call me Cal"}]})}
     server = ScriptedServer([reply])
     profile = ProfileMemory(extractor="model", **server.kwargs())
-    update = profile.update(0, "Can you call me Cal?")
-    assert update.added == [] and len(profile) == 0
+    update = profile.update(0, "Can you call me Cal?")  # states nothing: the extractor is not even asked
+    assert update.added == [] and len(profile) == 0 and server.requests == []
+    update = profile.update(1, "I'm new here. Can you call me Cal?")  # asked: the name is only in the question
+    assert len(server.requests) == 1 and update.added == [] and len(profile) == 0
     assert update.rejected and "question" in update.rejected[0]
 
 
