@@ -357,13 +357,7 @@ class MemoryAssembler:
         summary, pending, keep, recall, profile = point
         turns: dict[int, dict] = {}
         if recall is not None:
-            quotes, texts, answers, skipped = recall
-            for i in skipped:
-                turns.setdefault(i, {})["recall"] = {"skipped": True}
-            for i, pieces in texts.items():
-                part = {"quote": quotes[i], "texts": list(pieces)}
-                if answers.get(i):
-                    part["answers"] = answers[i]
+            for i, part in RecallIndex.parts_at(recall).items():
                 turns.setdefault(i, {})["recall"] = part
         if profile is not None:
             for statement in [*profile[0], *(profile[1] or ())]:

@@ -123,12 +123,13 @@ class RecallIndex:
     # -- what it keeps of one turn, and taking a failed turn back
     def turn_state(self, turn_id: int) -> dict | None:
         """What the index keeps of one turn (JSON-ready), or None: set by ``add``, removed by ``discard``."""
-        if turn_id in self.texts:
-            part = {"quote": self.quotes[turn_id], "texts": list(self.texts[turn_id])}
-            if self.answers.get(turn_id):
-                part["answers"] = self.answers[turn_id]
-            return part
-        return {"skipped": True} if turn_id in self.skipped else None
+        return _part((self.quotes, self.texts, self.answers, self.skipped), turn_id)
+
+    @staticmethod
+    def parts_at(point: tuple) -> dict[int, dict]:
+        """Every turn's part (``turn_state``) as the index held them at ``checkpoint``."""
+        _quotes, texts, _answers, skipped = point
+        return {turn_id: _part(point, turn_id) for turn_id in [*skipped, *texts]}
 
     def checkpoint(self) -> tuple:
         """Where the index stands now, for ``rollback`` (shallow copies: entries are never changed in place)."""
@@ -287,3 +288,14 @@ class RecallIndex:
         self._ids, self._matrix = [], np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)
         self._saved_rows = 0
+
+
+def _part(entries: tuple, turn_id: int) -> dict | None:
+    """One turn's part from (quotes, texts, answers, skipped): its quote and pieces, that it was skipped, or None."""
+    quotes, texts, answers, skipped = entries
+    if turn_id in texts:
+        part = {"quote": quotes[turn_id], "texts": list(texts[turn_id])}
+        if answers.get(turn_id):
+            part["answers"] = answers[turn_id]
+        return part
+    return {"skipped": True} if turn_id in skipped else None
