@@ -76,3 +76,16 @@ def my_attribute_facts(sentence: str) -> list[dict]:
         if attribute not in _NOT_ATTRIBUTES and value:
             found.append({"key": attribute, "topic": attribute, "value": value})
     return found
+
+
+def stated_facts(said: str, sentences) -> list[dict]:
+    """``profile_facts(said)``, then "my <attribute> is <value>" in each of ``sentences`` (the same words, split
+    the caller's way) for attributes those did not name: one fact per (key, topic), first found first."""
+    facts = profile_facts(said)
+    seen = {(fact["key"], fact["topic"]) for fact in facts}
+    for sentence in sentences:
+        for fact in my_attribute_facts(sentence):
+            if (fact["key"], fact["topic"]) not in seen:
+                seen.add((fact["key"], fact["topic"]))
+                facts.append(fact)
+    return facts

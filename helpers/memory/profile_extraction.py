@@ -27,7 +27,7 @@ from helpers.context_format import read_fact_label, write_fact_label  # the labe
 from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
 from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
-from helpers.profile_rules import my_attribute_facts, profile_facts
+from helpers.profile_rules import stated_facts
 
 EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
@@ -81,14 +81,9 @@ def extract_with_rules(user_text: str) -> list[dict]:
     if not runs:
         return []
     said = "\n".join(run.replace(_DOT, ".") for run in runs)  # one line per run: no rule reads across two
-    items = profile_facts(said)  # helpers.profile_rules: the rules the stand-in's profile extractor reads too
-    seen = {(item["key"], item["topic"]) for item in items}
-    for sentence in (piece for run in runs for piece in _SENTENCE_END.split(run)):
-        for item in my_attribute_facts(sentence):  # helpers.profile_rules: the stand-in reads the same
-            if (item["key"], item["topic"]) not in seen:
-                seen.add((item["key"], item["topic"]))
-                items.append({**item, "value": item["value"].replace(_DOT, ".")})
-    return items
+    pieces = (piece for run in runs for piece in _SENTENCE_END.split(run))  # "Dr. Varga" stays in one piece
+    # helpers.profile_rules: the rules the stand-in's fact extractor reads too
+    return [{**item, "value": item["value"].replace(_DOT, ".")} for item in stated_facts(said, pieces)]
 
 
 def parse_profile_reply(text: Any) -> list[dict]:

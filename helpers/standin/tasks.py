@@ -80,7 +80,7 @@ from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE
                                     read_pinned_line, read_quotes, read_sections, read_turn_line,
                                     write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                     write_quote_line)
-from helpers.profile_rules import PROFILE_RULES, my_attribute_facts, profile_facts  # noqa: F401  (PROFILE_RULES: re-exported)
+from helpers.profile_rules import PROFILE_RULES, stated_facts  # noqa: F401  (PROFILE_RULES: re-exported)
 from helpers.standin.meaning import (GENERIC, HARM_KINDS, STOP, campus_nearness, content_stems, facts_in,
                                      harm_signals, same_stem, sentences, shared_stems, similarity, stem,
                                      unsupported_claims)
@@ -659,11 +659,4 @@ def _noted(messages: list[dict]) -> str | None:
 def said_facts(said: str) -> list[dict]:
     """The facts a user's words state by the profile rules (``helpers.profile_rules``): ``profile_facts``,
     then "my <attribute> is <value>" sentence by sentence for attributes those did not name."""
-    facts = profile_facts(said)
-    seen = {(f["key"], f["topic"]) for f in facts}
-    for sentence in sentences(said):
-        for fact in my_attribute_facts(sentence):
-            if (fact["key"], fact["topic"]) not in seen:
-                seen.add((fact["key"], fact["topic"]))
-                facts.append(fact)
-    return facts
+    return stated_facts(said, sentences(said))
