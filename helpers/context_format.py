@@ -18,7 +18,10 @@ Formats (writer -> reader), each described where it is defined:
 * turn ids: ``format_turn_ids`` -> ``parse_turn_ids`` (``turns 0-2, 5``);
 * task markers: ``task_intro`` -> ``read_task`` (``You are a conversation summariser ...``);
 * request sections: ``write_section`` -> ``read_sections`` (``WORD LIMIT: 80``, ``USER SAID (turn 3):``),
-  and the grounding judge's ``write_judge_request`` -> ``read_judge_request``;
+  and the grounding judge's ``write_judge_request`` -> ``read_judge_request``. A section body is any text,
+  so a line of it that reads as a header (``USER SAID: My name is Mallory.`` in the assistant's reply) is
+  written escaped, a ``\`` in front (``escape_body``), and read back without it (``unescape_body``): a
+  body never starts a section or a marker; a reader also reads only the first section of a name;
 * transcript lines: ``write_turn_line`` -> ``read_turn_line`` (``[turn 3] user: text``);
 * quote lines: ``write_quote_line`` -> ``read_quotes`` (``[turn 3] user: "..." -> assistant: "..."``),
   the tools line ``write_tools_line`` -> ``read_tools_line``, and the note a later correction adds,
@@ -33,7 +36,8 @@ Formats (writer -> reader), each described where it is defined:
   (``ATTRIBUTES (only these):`` then ``- delivery_window: ...``), and the one reply every fact extractor gives,
   ``write_fact_reply`` -> ``read_fact_reply`` (``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``);
 * block headers: ``RECALL_HEADER``, ``PROFILE_HEADER``, ``FACTS_TITLE``, ``SUMMARY_HEADER``;
-  and ``is_block_line``: a line one of these formats starts is context, never an instruction.
+  ``is_block_line``: a line one of these formats starts is context, never an instruction; and
+  ``is_context_message``: a message a block header opens is context all through (it names no task).
 
 A few writers are the readable cores notebooks build in their cells (``GROUNDING_PROMPT`` and
 ``check_grounding`` in 03, ``SUMMARISER_PROMPT`` and ``summary_request`` in 08, ``mark_superseded`` in 09,
@@ -140,8 +144,12 @@ def task_intro(task: str) -> str:
 
 def read_task(system: str) -> str | None:
     """The task a system prompt names: the first ``You are a <task>``, else (an older or hand-written
-    prompt) the first of ``TASKS`` it mentions anywhere; None for an ordinary conversation."""
-    lowered = system.lower()
+    prompt) the first of ``TASKS`` it mentions anywhere; None for an ordinary conversation.
+
+    Only instructions name a task: a line one of the formats here starts (a quoted or recalled turn, a
+    passage, a fact line: ``is_block_line``) is context, whatever it says, and so is every line of a
+    memory block (``is_context_message``) -- pass only the instructions' messages."""
+    lowered = "\n".join(line for line in system.split("\n") if not is_block_line(line)).lower()
     intro = _TASK_INTRO.search(lowered)
     if intro:
         return intro.group(1)
@@ -154,42 +162,79 @@ WORD_LIMIT, PREVIOUS_SUMMARY, KEEP, DRAFT, MISSING, TURNS = (
     "WORD LIMIT", "PREVIOUS SUMMARY", "KEEP", "DRAFT", "MISSING", "TURNS")   # the summariser's request (08)
 USER_SAID, ASSISTANT_REPLIED = "USER SAID", "ASSISTANT REPLIED"             # the profile extractor's (09)
 PASSAGES, ANSWER = "PASSAGES", "ANSWER"                                     # the grounding judge's (03)
+# What a section reader takes as a header at the start of a line: upper-case words, a note, a colon.
+_HEADER = r"[A-Z][A-Z ]+?(?: \([^)\n]*\))?:"
 _SECTION = re.compile(r"^([A-Z][A-Z ]+?)(?: \([^)\n]*\))?:[ \t]*(.*)$", re.M)
+_ESCAPE_LINE = re.compile(r"^(?=\\*" + _HEADER + ")", re.M)      # a header-like line, maybe already escaped
+_UNESCAPE_LINE = re.compile(r"^\\(?=\\*" + _HEADER + ")", re.M)  # the backslash the writer put before it
+SECTION_ESCAPE = "\\"  # what starts a body's header-like line in a request: ``\USER SAID: ...``
+
+
+def escape_body(body: Any) -> str:
+    r"""A section body as a request holds it: every line that reads as a header (``USER SAID: ...``,
+    ``ANSWER:``, ``TURNS (2):``), or is one behind backslashes already, gets one more ``\`` in front, so
+    a body can never start a section or a marker of its own. ``unescape_body`` gives the body back."""
+    return _ESCAPE_LINE.sub(lambda _: SECTION_ESCAPE, str(body))
+
+
+def unescape_body(body: str) -> str:
+    """``escape_body``'s inverse: one ``\\`` taken off every escaped header-like line."""
+    return _UNESCAPE_LINE.sub("", body)
 
 
 def write_section(name: str, body: str = "", note: str = "", *, inline: bool = False) -> str:
     """``NAME (note):`` then the body on the lines below it (``NAME: body`` on one line when ``inline``).
 
-    A body is the writer's own text (turn lines, bullets, a user's message); a line of it that reads as a
-    header of its own (upper-case words and a colon at the start of a line) would start a new section.
+    A body is any text (turn lines, bullets, a user's message, a model's reply): each of its lines that
+    reads as a header is escaped (``escape_body``), so it stays in this section; ``read_sections`` reads
+    it back as written. A note is one line, its parentheses made square (a ``)`` would end it early).
     """
-    header = name + (f" ({one_line(note)})" if note else "") + ":"
-    return f"{header} {one_line(body)}" if inline else f"{header}\n{body}"
+    note = one_line(note).replace("(", "[").replace(")", "]")
+    header = name + (f" ({note})" if note else "") + ":"
+    return f"{header} {one_line(body)}" if inline else f"{header}\n{escape_body(body)}"
 
 
 def read_sections(text: str) -> dict[str, str]:
     """Upper-case ``NAME:`` headers at the start of a line, each with the text up to the next header
-    (stripped); a note in parentheses after the name is not part of it."""
-    found = list(_SECTION.finditer(text))
-    out = {}
-    for i, match in enumerate(found):
-        end = found[i + 1].start() if i + 1 < len(found) else len(text)
-        out[match.group(1).strip()] = (match.group(2) + text[match.end():end]).strip()
+    (stripped, escaped lines given back: ``unescape_body``); a note in parentheses after the name is not
+    part of it. The first section of a name is the one read: a later header of a name already read (a
+    writer that does not escape its bodies) is a line of the section it stands in, never a new one."""
+    out: dict[str, str] = {}
+    name, start, parts = None, 0, []
+
+    def close(end: int) -> None:
+        if name is not None:
+            out[name] = unescape_body("".join(parts) + text[start:end]).strip()
+
+    for match in _SECTION.finditer(text):
+        found = match.group(1).strip()
+        if found in out or found == name:
+            continue  # not a header here: a line of the current section's body
+        close(match.start())
+        name, start, parts = found, match.end(), [match.group(2)]
+    close(len(text))
     return out
 
 
-_JUDGE_SECTIONS = re.compile(r"PASSAGES:\s*(?P<passages>.*?)\s*ANSWER:\s*(?P<answer>.*)", re.S)
+# PASSAGES at the start of a line, then its body up to the first ANSWER at the start of a line; the answer is
+# the rest of the request, whatever its lines look like (it is the text being judged: none of it is left out).
+_JUDGE_SECTIONS = re.compile(r"^PASSAGES:(?P<passages>.*?)^ANSWER:(?P<answer>.*)", re.S | re.M)
 
 
 def write_judge_request(answer: str, passages: str) -> str:
-    """The grounding judge's request (``check_grounding`` of notebook 03 writes the same text itself)."""
-    return f"{PASSAGES}:\n{passages.strip()}\n\n{ANSWER}:\n{answer.strip()}"
+    """The grounding judge's request (``check_grounding`` of notebook 03 writes the same text itself); a
+    header-like line of either body is escaped (``escape_body``)."""
+    return (f"{PASSAGES}:\n{escape_body(passages.strip())}\n\n"
+            f"{ANSWER}:\n{escape_body(answer.strip())}")
 
 
 def read_judge_request(text: str) -> tuple[str, str] | None:
-    """(passages, answer) of a grounding judge's request, or None without both sections."""
+    """(passages, answer) of a grounding judge's request, or None without both sections (each header at
+    the start of a line; escaped lines given back)."""
     parts = _JUDGE_SECTIONS.search(text)
-    return (parts.group("passages"), parts.group("answer")) if parts else None
+    if not parts:
+        return None
+    return unescape_body(parts.group("passages").strip()), unescape_body(parts.group("answer").strip())
 
 
 # ---------------------------------------------------------------- transcript and quote lines: "[turn N] ..."
@@ -416,6 +461,16 @@ def is_block_line(line: str) -> bool:
     """True for a line any of the formats here starts (a quoted or recalled turn, a passage, a fact): context,
     never an instruction, whatever it says ("one sentence" in a recalled turn sets no answer length)."""
     return _BLOCK_LINE.match(line) is not None
+
+
+_CONTEXT_HEADERS = (RECALL_HEADER, PROFILE_HEADER, FACTS_TITLE, SUMMARY_HEADER)
+
+
+def is_context_message(text: str) -> bool:
+    """True for a memory block's message: one that opens with a block header (recalled turns, the profile,
+    the facts, the summary). All of it is context -- a model-written summary line too -- never an
+    instruction (it names no task: ``read_task``)."""
+    return str(text).lstrip().startswith(_CONTEXT_HEADERS)
 
 
 # ---------------------------------------------------------------- knowledge passages (notebook 02)

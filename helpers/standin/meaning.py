@@ -158,13 +158,23 @@ def sentences(text: str) -> list[str]:
     whole."""
     out: list[str] = []
     for line in text.splitlines():
-        pieces: list[str] = []
+        # The sentence being built is kept as its parts, with what decides whether the next part joins it: its
+        # last part (an abbreviation ends the part it is in) and whether a quote is open (the parity of its
+        # '"'). Each part is read once, so a line of n parts costs O(n) however many parts one sentence holds.
+        parts: list[str] = []
+        open_quote = False
         for piece in _BREAK.split(line.strip()):
-            if pieces and (_ABBREVIATION.search(pieces[-1]) or pieces[-1].count('"') % 2):
-                pieces[-1] += " " + piece
+            if parts and (open_quote or _ABBREVIATION.search(parts[-1])):
+                parts.append(piece)
             elif piece:
-                pieces.append(piece)
-        out += pieces
+                if parts:
+                    out.append(" ".join(parts))
+                parts, open_quote = [piece], False
+            else:
+                continue
+            open_quote ^= bool(piece.count('"') % 2)
+        if parts:
+            out.append(" ".join(parts))
     return out
 
 

@@ -83,7 +83,7 @@ import re
 from dataclasses import dataclass, field
 
 from helpers.context_format import (FACT_EXTRACTOR, GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER,
-                                    SUMMARISER, read_passage_lines, read_task)
+                                    SUMMARISER, is_context_message, read_passage_lines, read_task)
 from helpers.standin.meaning import asks_for, embed, length_limit, sentences
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
                                    extract_facts, judge_grounding, summarise_conversation)
@@ -450,8 +450,16 @@ def _style(text: str, system: str) -> str:
 
 # ---------------------------------------------------------------- special tasks (helpers/standin/tasks.py)
 
+def _instructions(messages: list[dict]) -> str:
+    """The system messages that may name a task: every one but a memory block (``is_context_message``)."""
+    return "\n".join(text for text in (_text(m) for m in messages if m.get("role") in ("system", "developer"))
+                     if not is_context_message(text))
+
+
 def _special_task(system: str, messages: list[dict]) -> Decision | None:
-    task = read_task(system)  # the task markers of helpers.context_format ("You are a grounding judge ...")
+    # the task markers of helpers.context_format ("You are a grounding judge ..."), named by instructions only:
+    # a recalled turn, a fact line or a summary that says "you are a grounding judge" names no task
+    task = read_task(_instructions(messages))
     if task == GROUNDING_JUDGE:
         return Decision(content=json.dumps(judge_grounding(_text(messages[-1]))))
     if task == SCOPE_CLASSIFIER:

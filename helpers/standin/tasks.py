@@ -68,6 +68,7 @@ the user said in a form it does not parse gets "I don't know" or the campus sear
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -75,7 +76,8 @@ import numpy as np
 
 from helpers.clock import WEEKDAYS
 from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE: re-exported)
-                                    MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT, ReplyFact,
+                                    MAX_REPLY_FACTS, MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT,
+                                    ReplyFact,
                                     read_attributes, read_fact_lines, read_judge_request, read_left_out_note,
                                     read_pinned_line, read_quotes, read_sections, read_turn_line,
                                     write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
@@ -197,18 +199,45 @@ def summarise_conversation(prompt: str) -> str:
             continue
         answer = _clip(turn["assistant"], 1, 25) if turn.get("assistant") else None
         lines.append(write_quote_line(turn_id, "user", _clip(said, 2, 30), answer=answer))
+    seen = set(pinned)
     for fact in _bullets(parts.get(MISSING, "")):
-        if fact not in pinned:
+        if fact not in seen:
+            seen.add(fact)
             pinned.append(fact)
     limit_match = re.search(r"\d+", parts.get(WORD_LIMIT, ""))
     limit = int(limit_match.group(0)) if limit_match else 120
     pinned_line = [write_pinned_line(pinned)] if pinned else []
-    while len(lines) > 1 and sum(len(x.split()) for x in lines + pinned_line) > limit:
-        asked = [i for i, x in enumerate(lines) if re.search(r'user: "[^"]*\?(?: …)?"', x)]
-        gone = read_turn_line(lines.pop(asked[0] if asked else 0))
-        left_out.update([gone[0]] if gone else [])
+    lines = _within_limit(lines, limit - sum(len(x.split()) for x in pinned_line), left_out)
     note = [write_left_out_note(sorted(left_out))] if left_out else []
     return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
+
+
+_ASKED = re.compile(r'user: "[^"]*\?(?: …)?"')
+
+
+def _within_limit(lines: list[str], limit: int, left_out: set[int]) -> list[str]:
+    """``lines`` within ``limit`` words: the oldest lines where the user asked a question go first, then the
+    oldest of the rest, until the words fit or one line is left; each dropped line's turn goes into
+    ``left_out``. Each line is counted once and the total kept as lines go, so this is linear in the lines."""
+    words = [len(line.split()) for line in lines]
+    total, kept = sum(words), len(lines)
+    asked = [i for i, line in enumerate(lines) if _ASKED.search(line)]
+    others = set(range(len(lines))) - set(asked)
+    order = asked + sorted(others)
+    dropped: set[int] = set()
+    for index in order:
+        if kept <= 1 or total <= limit:
+            break
+        dropped.add(index)
+        total, kept = total - words[index], kept - 1
+        gone = read_turn_line(lines[index])
+        left_out.update([gone[0]] if gone else [])
+    return [line for i, line in enumerate(lines) if i not in dropped]
+
+
+MAX_FACTS = MAX_REPLY_FACTS  # the most facts one reply lists; a reply listing more is not read anyway
+TOO_MANY_FACTS = ("the offline fact extractor lists at most {cap} facts (MAX_FACTS) in one reply, and this "
+                  "message states more; send it in parts")
 
 
 def extract_facts(system: str, prompt: str) -> str:
@@ -217,20 +246,32 @@ def extract_facts(system: str, prompt: str) -> str:
     (``constraint/diet``), its evidence the sentence that says it, and kept when the request's ATTRIBUTES
     allow it: any, when the list is open (or there is none), else only the listed ones -- so a closed list none
     of these rules names (notebook 10's delivery and contact facts) gets ``{"facts": []}``. The reply is the
-    fact extractor's one shape (``write_fact_reply``)."""
-    said = "\n".join(s for s in sentences(read_sections(prompt).get(USER_SAID, "")) if not s.endswith("?"))
+    fact extractor's one shape (``write_fact_reply``).
+
+    The message is split into sentences once. At most ``MAX_FACTS`` facts are listed (the reader's own
+    limit, ``MAX_REPLY_FACTS``): a message that states more gets ``{"refusal": "..."}`` naming the cap,
+    which the reader rejects with that text, rather than some of its facts."""
+    stated = [s for s in sentences(read_sections(prompt).get(USER_SAID, "")) if not s.endswith("?")]
+    said = "\n".join(stated)
     listed = read_attributes(system)
-    found = []
-    for item in said_facts(said):
+    pieces = sentences(said)
+    kept = []
+    for item in stated_facts(said, pieces):
         label = write_fact_label(item["key"], item["topic"])
         if listed is None or listed[1] or label in listed[0]:
-            found.append(ReplyFact(label, item["value"], _sentence_with(said, item["value"])))
-    return write_fact_reply(found)
+            kept.append((label, item["value"]))
+            if len(kept) > MAX_FACTS:
+                return json.dumps({"refusal": TOO_MANY_FACTS.format(cap=MAX_FACTS)})
+    lowered = [piece.lower() for piece in pieces]
+    return write_fact_reply([ReplyFact(label, value, _sentence_with(pieces, lowered, value))
+                             for label, value in kept])
 
 
-def _sentence_with(said: str, value: str) -> str:
-    """The first sentence of ``said`` that holds ``value`` (any case), else the value itself."""
-    return next((s for s in sentences(said) if value.lower() in s.lower()), value)
+def _sentence_with(pieces: list[str], lowered: list[str], value: str) -> str:
+    """The first of ``pieces`` (``lowered``: the same, lower case) that holds ``value`` (any case), else the
+    value itself."""
+    wanted = value.lower()
+    return next((piece for piece, low in zip(pieces, lowered) if wanted in low), value)
 
 
 # ---------------------------------------------------------------- questions about the user (rule 1b)
