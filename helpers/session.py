@@ -148,6 +148,8 @@ class ChatSession(Snapshots):
         self._window = self._new_window([], [])
         if self.memory is not None:
             self.memory.reset()
+        else:
+            self._carried = None  # a carried memory state is forgotten too (a failed save's rollback keeps it)
 
     def undo(self) -> TurnRecord | None:
         """Remove the newest whole turn; returns what it was, or None when there is nothing to undo."""
@@ -160,6 +162,8 @@ class ChatSession(Snapshots):
             self.turns.remove(removed)
         if self.memory is not None:
             self.memory.discard(newest)
+        else:
+            self._carried_discard(newest)
         return removed
 
     # ------------------------------------------------------------ a turn
@@ -268,6 +272,7 @@ class ChatSession(Snapshots):
         # The server has now counted this turn and the previous answer (all of it, on the first turn).
         turn_id = self._keep_turn(result.added, len(result.added) + 1 if self.turns else None)
         self.turns.append(TurnRecord(turn_id, text, result.answer, result.steps))
+        self._carried_turn(turn_id)  # a carried memory state notes the turn its memory never saw
         return result.answer
 
     def _memory_turn(self, text: str, stream: bool):

@@ -20,7 +20,9 @@ copies and saves its whole state.
 
 Other optional extras, looked up with ``getattr`` where they are used and so not declared here:
 ``defer_writes``/``write_deferred`` (``helpers.sessions.persistent``: facts written once the turn is
-saved) and ``recall`` (``helpers.sessions``: the recall index whose vectors are stored).
+saved), ``recall`` (``helpers.sessions``: the recall index whose vectors are stored) and
+``catch_up(kept, dropped)`` (``Snapshots.catch_up_memory``: turns another writer added without this
+memory, listed under ``"unread"`` in the stored state by ``CarriedMemory``, read when the session loads).
 """
 from __future__ import annotations
 
@@ -81,3 +83,68 @@ class TurnPartedMemory(Memory, Protocol):
 
     def state_at(self, point: Any) -> dict:
         """The ``state()`` the memory had at ``checkpoint``."""
+
+
+class CarriedMemory:
+    """A stored memory state that a session without a memory (``memory=None``) carries through its saves.
+
+    Any writer can continue any session: a plain ``ChatSession`` that continues a conversation another
+    writer's memory kept (the assistant's summary, recall entries and profile statements) must not drop
+    them. It keeps that state as it was read - the shared part and each turn's part (``"turns"``, when
+    the state has them; a state saved before turns had parts is kept whole) - and saves it back
+    unchanged, except that an undone turn's part goes with its turn, a reset forgets it all, and each
+    turn this session adds is listed under ``"unread"``: turns the memory has not seen, which a session
+    with that memory rebuilds when it opens (``MemoryAssembler.catch_up``).
+
+    It has the state-keeping half of ``TurnPartedMemory`` (parts are never changed in place, so a
+    checkpoint copies no part).
+    """
+
+    def __init__(self, state: dict):
+        state = dict(state)
+        turns = state.pop("turns", None)
+        self.parted = isinstance(turns, dict)  # False: a state saved whole, kept whole
+        self.parts: dict[str, Any] = dict(turns) if self.parted else {}
+        unread = state.pop("unread", None) or []
+        self.unread: list[int] = sorted({int(i) for i in unread}) if isinstance(unread, list) else []
+        self.shared = state
+
+    def saw_turn(self, turn_id: int) -> None:
+        """A turn this session added (the memory did not see it)."""
+        if turn_id not in self.unread:
+            self.unread.append(turn_id)
+
+    def discard(self, turn_id: int) -> None:
+        """An undone turn: its part, if any, goes with it."""
+        self.parts.pop(str(turn_id), None)
+        self.unread = [i for i in self.unread if i != turn_id]
+
+    def shared_state(self) -> dict:
+        state = {**self.shared, "turns": {}} if self.parted else dict(self.shared)
+        if self.unread:
+            state["unread"] = list(self.unread)
+        return state
+
+    def turn_state(self, turn_id: int) -> Any:
+        return self.parts.get(str(turn_id)) if self.parted else None
+
+    def state(self) -> dict:
+        state = self.shared_state()
+        if self.parted:
+            state["turns"] = dict(self.parts)
+        return state
+
+    def checkpoint(self) -> tuple:
+        return dict(self.parts), list(self.unread)
+
+    def rollback(self, point: tuple) -> None:
+        parts, unread = point
+        self.parts, self.unread = dict(parts), list(unread)
+
+    def state_at(self, point: tuple) -> dict:
+        now = self.parts, self.unread
+        self.rollback(point)
+        try:
+            return self.state()
+        finally:
+            self.parts, self.unread = now

@@ -39,6 +39,7 @@ from typing import Any
 
 from helpers.errors import ConfigError, WorkshopError
 from helpers.history import DroppedTurn, HistoryError, system_end
+from helpers.session_memory import CarriedMemory
 from helpers.validity import find_problems
 from helpers.window import Window
 
@@ -46,6 +47,14 @@ from helpers.window import Window
 class SnapshotError(WorkshopError, ValueError):
     """Snapshot data a session cannot continue from (another version, inconsistent or malformed fields, a
     memory state its memory cannot read), or a mark that cannot bring the session back."""
+
+
+@dataclass(frozen=True)
+class _CarriedPoint:
+    """A checkpoint of a carried memory state (``CarriedMemory``): the object and where it stood."""
+
+    carried: CarriedMemory
+    point: tuple
 
 
 def _named(error: BaseException) -> str:
@@ -178,14 +187,36 @@ class Snapshots:
     def memory_state(self) -> dict:
         """Extra memory (summaries, profile) that subclasses or memory plug-ins add to snapshots.
 
-        A subclass that overrides this (and ``restore_memory_state``) without a ``memory=`` gets the
-        whole-state defaults of the four methods below."""
-        return self.memory.state() if self.memory is not None else {}
+        A session without a memory returns the stored memory state it carries (``CarriedMemory``), if
+        any. A subclass that overrides this (and ``restore_memory_state``) without a ``memory=`` gets
+        the whole-state defaults of the four methods below."""
+        if self.memory is not None:
+            return self.memory.state()
+        carried = self._carried_memory()
+        return carried.state() if carried is not None else {}
 
     def restore_memory_state(self, state: dict) -> None:
-        """Counterpart of ``memory_state``."""
+        """Counterpart of ``memory_state``: a session without a memory carries the state through its saves."""
         if self.memory is not None:
             self.memory.restore(state)
+        else:
+            self._carried = CarriedMemory(state) if state else None
+
+    def _carried_memory(self) -> CarriedMemory | None:
+        """The stored memory state this session (without a memory of its own) carries, or None."""
+        return getattr(self, "_carried", None) if self.memory is None else None
+
+    def _carried_turn(self, turn_id: int) -> None:
+        """A turn this session added without a memory: the carried state notes that its memory never saw it."""
+        carried = self._carried_memory()
+        if carried is not None:
+            carried.saw_turn(turn_id)
+
+    def _carried_discard(self, turn_id: int) -> None:
+        """An undone turn of a session without a memory: its carried part goes with it."""
+        carried = self._carried_memory()
+        if carried is not None:
+            carried.discard(turn_id)
 
     def _memory_can(self, method: str) -> bool:
         return self.memory is not None and callable(getattr(self.memory, method, None))
@@ -195,12 +226,18 @@ class Snapshots:
         of its whole state."""
         if self._memory_can("checkpoint"):
             return self.memory.checkpoint()
+        carried = self._carried_memory()
+        if carried is not None:
+            return _CarriedPoint(carried, carried.checkpoint())
         return copy.deepcopy(self.memory_state())
 
     def memory_rollback(self, point: Any) -> None:
         """Counterpart of ``memory_checkpoint``."""
         if self._memory_can("rollback"):
             self.memory.rollback(point)
+        elif isinstance(point, _CarriedPoint):
+            self._carried = point.carried
+            point.carried.rollback(point.point)
         else:
             self.restore_memory_state(copy.deepcopy(point))
 
@@ -208,15 +245,48 @@ class Snapshots:
         """The ``memory_state()`` the session had at ``point`` (a ``memory_checkpoint``)."""
         if self._memory_can("state_at"):
             return self.memory.state_at(point)
+        if isinstance(point, _CarriedPoint):
+            return point.carried.state_at(point.point)
         return copy.deepcopy(point)
 
     def _memory_shared(self) -> dict:
         """The memory state without any turn's part (all of it, for a memory that has no parts)."""
-        return self.memory.shared_state() if self._memory_can("shared_state") else self.memory_state()
+        if self._memory_can("shared_state"):
+            return self.memory.shared_state()
+        carried = self._carried_memory()
+        return carried.shared_state() if carried is not None else self.memory_state()
 
     def _memory_of_turn(self, turn_id: int) -> Any:
         """What the memory keeps of one turn (None: nothing, or a memory that keeps no parts)."""
-        return self.memory.turn_state(turn_id) if self._memory_can("turn_state") else None
+        if self._memory_can("turn_state"):
+            return self.memory.turn_state(turn_id)
+        carried = self._carried_memory()
+        return carried.turn_state(turn_id) if carried is not None else None
+
+    def catch_up_memory(self) -> list[int]:
+        """Give the memory the turns another writer added without it (``"unread"`` in the loaded state).
+
+        A memory with ``catch_up`` (``MemoryAssembler``) reads them as if they had just finished
+        (indexed for recall, their statements read, dropped ones queued for the summary); returns
+        their ids, also kept in ``rebuilt_turns`` (a store then saves the whole snapshot once, so their
+        rows get their parts). A memory without it restores what it has, and those turns stay as they are."""
+        wanted, self._unread = set(getattr(self, "_unread", ())), []
+        catch_up = getattr(self.memory, "catch_up", None)
+        if self.memory is None or not wanted or not callable(catch_up):
+            return []
+        kept = [(i, list(m)) for i, m in self._window.turns() if i in wanted]
+        dropped = [(d.turn_id, list(d.messages)) for d in self.dropped if d.turn_id in wanted]
+        if kept or dropped:
+            for event in catch_up(kept, dropped) or ():
+                if getattr(self, "verbose", False):
+                    print(f"memory  {event}")
+            self._rebuilt = sorted(i for i, _ in [*kept, *dropped])
+        return list(self._rebuilt)
+
+    @property
+    def rebuilt_turns(self) -> list[int]:
+        """Ids of the turns the memory read again when this state was loaded (see ``catch_up_memory``)."""
+        return list(getattr(self, "_rebuilt", ()))
 
     @classmethod
     def from_snapshot(cls, state: dict, **kwargs):
@@ -231,11 +301,13 @@ class Snapshots:
         session.load_snapshot(state)
         return session
 
-    def load_snapshot(self, state: dict) -> None:
+    def load_snapshot(self, state: dict, *, catch_up: bool = True) -> None:
         """Continue from ``snapshot()`` data in place (client, tools, limits and usage ledger stay).
 
         Data that does not fit raises SnapshotError; only reading the data is guarded, so an error in
-        the session's own code surfaces as itself.
+        the session's own code surfaces as itself. Turns another writer added without this session's
+        memory are then given to the memory (``catch_up_memory``; ``catch_up=False``: the caller does
+        that once it has checked the data further).
         """
         try:  # reading the fields: a missing key or a value of the wrong type is the data's fault
             messages, turn_ids = copy.deepcopy(list(state["messages"])), state["turn_ids"]
@@ -266,6 +338,11 @@ class Snapshots:
         except (KeyError, TypeError, ValueError) as error:
             raise SnapshotError(f"session snapshot's memory state does not fit this session's memory: "
                                 f"{_named(error)}") from error
+        unread = state["memory"].get("unread") if self.memory is not None and memory else None
+        self._unread = [i for i in unread if type(i) is int] if isinstance(unread, list) else []
+        self._rebuilt: list[int] = []
+        if catch_up:
+            self.catch_up_memory()
 
     # ------------------------------------------------------------ what changed since a moment
     def mark(self, *, memory: bool = True) -> SnapshotMark:

@@ -326,6 +326,8 @@ class MemoryAssembler:
     def restore(self, state: dict | None) -> None:
         """Counterpart of ``state`` (also reads states saved before turns had parts of their own)."""
         state = state or {}
+        if not isinstance(state.get("summary") or {}, dict):
+            raise ValueError(f"the memory's summary is a {type(state['summary']).__name__}, not a dict")
         self.summary = RollingSummary.from_dict(state.get("summary"))
         self.pending = [(int(i), list(m)) for i, m in state.get("pending", [])]
         self.keep = list(state.get("keep", self.keep))
@@ -336,6 +338,25 @@ class MemoryAssembler:
             self.recall.restore(recall)
         if self.profile is not None:
             self.profile.restore(profile)
+
+    def catch_up(self, kept: Sequence[tuple[int, Sequence[dict]]],
+                 dropped: Sequence[tuple[int, Sequence[dict]]] = ()) -> list[str]:
+        """Turns another writer added without this memory (a plain session, another window): read them now.
+
+        Each is remembered as if it had just finished (indexed for recall, its statements read for the
+        profile), in turn order; a dropped one that no summary covers waits for the next summary
+        (``pending``). A turn this memory already keeps a part of is left as it is. Returns the lines to
+        show in verbose mode."""
+        events: list[str] = []
+        covered = set(self.summary.turn_ids) | {i for i, _ in self.pending}
+        dropped_ids = {i for i, _ in dropped}
+        for turn_id, messages in sorted([*kept, *dropped], key=lambda turn: turn[0]):
+            if self.turn_state(turn_id) is None:
+                events += self.remember(turn_id, messages)
+            if turn_id in dropped_ids and turn_id not in covered and self.summariser is not None:
+                self.pending.append((turn_id, list(messages)))
+        self.pending.sort(key=lambda turn: turn[0])
+        return events
 
     def checkpoint(self) -> tuple:
         """Where the memory stands now, for ``rollback`` and ``state_at``; copies the shared part only."""
@@ -368,18 +389,46 @@ class MemoryAssembler:
                 "turns": {str(i): turns[i] for i in sorted(turns)}}
 
 
-def _split_turns(turns: dict, recall: dict | None, profile: dict | None) -> tuple[dict, dict]:
-    """The recall index's and the profile's whole states from per-turn parts (``MemoryAssembler.state``)."""
+def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
+    """The recall index's and the profile's whole states from per-turn parts (``MemoryAssembler.state``).
+
+    A part that is not what ``turn_state`` writes raises ValueError naming its turn (the session reports
+    the stored data as damaged)."""
+    if not isinstance(turns, dict):
+        raise ValueError(f"the memory's turn parts are a {type(turns).__name__}, not a dict")
     recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}}
     statements = []
-    for key in sorted(turns, key=int):
+    for key in sorted(turns, key=_turn_key):
         part = turns[key]
+        if not isinstance(part, dict):
+            raise ValueError(f"the memory part of turn {key} is a {type(part).__name__}, not a dict")
         found = part.get("recall")
+        if found is not None and not isinstance(found, dict):
+            raise ValueError(f"the recall part of turn {key} is a {type(found).__name__}, not a dict")
         if found is not None and found.get("skipped"):
             recall_state["skipped"].append(int(key))
         elif found is not None:
-            recall_state["quotes"][key], recall_state["texts"][key] = found["quote"], list(found["texts"])
-            if found.get("answers"):
-                recall_state["answers"][key] = found["answers"]
-        statements += [dict(s) for s in part.get("profile", [])]
+            quote, texts = found.get("quote"), found.get("texts")
+            if not isinstance(quote, str) or not isinstance(texts, list) \
+                    or not all(isinstance(t, str) for t in texts):
+                raise ValueError(f"the recall part of turn {key} has no quote and texts")
+            answers = found.get("answers", 0)
+            if type(answers) is not int or not 0 <= answers <= len(texts):
+                raise ValueError(f"the recall part of turn {key} counts {answers!r:.20} answer pieces")
+            recall_state["quotes"][key], recall_state["texts"][key] = quote, list(texts)
+            if answers:
+                recall_state["answers"][key] = answers
+        said = part.get("profile", [])
+        if not isinstance(said, list) or not all(isinstance(s, dict) for s in said):
+            raise ValueError(f"the profile part of turn {key} is not a list of statements")
+        statements += [dict(s) for s in said]
+    if profile is not None and not isinstance(profile, dict):
+        raise ValueError(f"the memory's profile state is a {type(profile).__name__}, not a dict")
     return recall_state, {**(profile or {}), "statements": statements}
+
+
+def _turn_key(key: Any) -> int:
+    """A ``"turns"`` key as the turn id it names (ValueError for anything else)."""
+    if not isinstance(key, str) or not key.lstrip("-").isdigit():
+        raise ValueError(f"the memory names turn {key!r:.20}, not a whole number")
+    return int(key)

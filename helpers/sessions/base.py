@@ -21,8 +21,8 @@ from typing import Any, Callable
 from helpers.ids import check_id
 from helpers.session import ChatSession
 from helpers.session_snapshot import SnapshotChanges, SnapshotError, resume_arguments
-from helpers.sessions.encoding import (EncodedChanges, EncodedSession, VectorRow, damaged, encode_changes,
-                                       encode_state, import_stored_vectors)
+from helpers.sessions.encoding import (EncodedChanges, EncodedSession, VectorRow, check_unaltered, damaged,
+                                       encode_changes, encode_state, import_stored_vectors)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
                                        SessionStoreError, StoredSession, check_ids)
 
@@ -83,13 +83,14 @@ def restore(stored: StoredSession, session_class: type[ChatSession], session_kwa
                                       f"{stored.info.user_id}/{stored.info.session_id}")
     session = session_class(prompt, **kwargs)  # a wrong argument is the caller's error: raised as it is
     try:  # only decoding the stored turns and memory state can mean damaged data
-        session.load_snapshot(stored.state)
+        session.load_snapshot(stored.state, catch_up=False)
     except SnapshotError as err:
         raise SessionStoreError(f"{name} could not be restored as a {session_class.__name__} ({err}); "
-                                "its stored data is damaged, or its memory state needs the memory= "
-                                "(or session class) it was created with - restore a backup, "
-                                "or delete the session") from err
+                                "its stored data is damaged (restore a backup), or its memory state needs "
+                                "the memory= (or session class) it was created with (open it with that)") from err
+    check_unaltered(stored.altered, name)  # before any memory reads the turns again
     import_stored_vectors(session, stored.vectors)
+    session.catch_up_memory()
     return session
 
 
@@ -256,7 +257,8 @@ class SessionStoreBase:
         state = stored.state
         session = restore(stored, session_class, session_kwargs)  # first: it explains a damaged snapshot
         check_fork(state, at_turn)
-        if state.get("memory") and not session.memory_state():
+        carried = getattr(session, "_carried_memory", lambda: None)() is not None  # kept, but not understood
+        if state.get("memory") and (carried or not session.memory_state()):
             raise ForkError(f"session {user_id}/{session_id} has summary/profile state that a plain "
                             f"{session_class.__name__} cannot carry; "
                             "pass memory=<a new MemoryAssembler configured as before> (or its session_class) "

@@ -41,7 +41,7 @@ from helpers.history import split_turns
 from helpers.memory.recall_index import RecallWarning
 from helpers.session import ChatSession
 from helpers.session_snapshot import SnapshotChanges
-from helpers.sessions.protocol import SessionStoreError
+from helpers.sessions.protocol import SessionDamagedError, SessionStoreError
 
 Row = tuple[int, str, str, str, str]  # (turn_id, state, question, body, digest)
 VectorRow = tuple[int, str, int, str, bytes]  # (turn_id, model, dim, source digest, float32 bytes)
@@ -200,10 +200,33 @@ def encode_changes(changes: SnapshotChanges, session: Any = None) -> EncodedChan
 
 # ---------------------------------------------------------------- rows -> snapshot
 
-def damaged(name: str, what: str) -> SessionStoreError:
+def damaged(name: str, what: str) -> SessionDamagedError:
     """The error for stored data that is not what the encoder wrote."""
-    return SessionStoreError(f"{name} is damaged in the database: {what}; it was not loaded "
-                             "- restore the database from a backup, or delete that session")
+    return SessionDamagedError(f"{name} is damaged in the database: {what}; it was not loaded "
+                               "- restore the database from a backup, or delete that session")
+
+
+def body_digest(body: str) -> str:
+    """The digest a turn row's ``digest`` column holds: SHA-256 of its body, as ``turn_row`` wrote it."""
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def altered_turns(bodies: dict[int, Any], digests: dict[int, Any]) -> tuple[int, ...]:
+    """Ids of the turn rows whose body no longer matches the digest saved with it (changed outside the store)."""
+    return tuple(sorted(turn_id for turn_id, body in bodies.items()
+                        if not isinstance(body, str) or digests.get(turn_id) != body_digest(body)))
+
+
+def check_unaltered(altered: Sequence[int], name: str) -> None:
+    """Raise SessionDamagedError naming the session when a turn row was changed after it was saved.
+
+    A memory part removed from a row, or changed, is caught here: the row's digest covers all of it.
+    (A turn written by a writer without that memory has no part, and a digest that says so.)"""
+    if altered:
+        shown = ", ".join(map(str, altered[:8])) + (", ..." if len(altered) > 8 else "")
+        rows = "the row of turn" if len(altered) == 1 else "the rows of turns"
+        raise damaged(name, f"{rows} {shown} changed after it was saved (its digest no longer matches: "
+                            "a memory part or a message removed or edited outside the store)")
 
 
 def _parse(name: str, where: str, text: Any, kind: type) -> Any:
@@ -246,6 +269,10 @@ def decode_state(header: str, bodies: dict[int, str], name: str = "the stored se
         ids = state.pop(key, None)
         return ids if ids is not None else sorted(t for t, body in parsed.items() if slot in body)
 
+    for turn_id, body in parsed.items():
+        if "memory" in body and not isinstance(body["memory"], dict):
+            raise damaged(name, f"the 'memory' data of turn {turn_id} is a {type(body['memory']).__name__}, "
+                                "not a dict")
     messages = list(state.pop("lead"))
     for turn_id in state["turn_ids"]:
         messages += part(turn_id, "kept", list)
@@ -253,10 +280,20 @@ def decode_state(header: str, bodies: dict[int, str], name: str = "the stored se
     records = [part(i, "record", dict) for i in listed("record_ids", "record")]
     state.update(messages=messages, turns=records, dropped=dropped)
     memory = state.get("memory")
+    parts = {str(i): parsed[i]["memory"] for i in sorted(parsed) if "memory" in parsed[i]}
     if isinstance(memory, dict) and isinstance(memory.get("turns"), dict):  # each turn's part, from its row
-        memory["turns"] = {str(i): parsed[i]["memory"] for i in sorted(parsed) if "memory" in parsed[i]}
-    elif any("memory" in body for body in parsed.values()):
-        raise damaged(name, "its turn rows hold memory parts its header has no place for")
+        memory["turns"] = parts
+    elif parts and (memory is None or memory == {}):
+        # A writer without that memory saved the header before writers carried the memory through: the
+        # turn parts are intact (the summary is gone); the turns it added, which have none, are listed as
+        # unread, so a memory that reads the parts reads those turns again.
+        added = sorted(i for i, body in parsed.items() if str(i) not in parts and ("kept" in body or "dropped" in body))
+        state["memory"] = {"turns": parts, **({"unread": added} if added else {})}
+    elif parts and isinstance(memory, dict):  # a whole memory state in the header, and parts in the rows
+        state["memory"] = {**memory, "turns": parts}
+    elif parts:
+        raise damaged(name, f"its header's memory state is a {type(memory).__name__}, not a dict, "
+                            "while its turn rows hold memory parts")
     return state
 
 
@@ -298,15 +335,31 @@ def import_stored_vectors(session: Any, rows: Sequence[tuple]) -> int:
     if index is None or not rows:
         return 0
     by_model: dict[str, dict[int, np.ndarray]] = {}
-    for turn_id, model, dim, source, blob in rows:
-        pieces = index.texts.get(turn_id)
-        if pieces is None or source != pieces_digest(pieces):
+    for row in rows:
+        turn_id, model, dim, source, blob = row
+        pieces = index.texts.get(turn_id) if type(turn_id) is int else None
+        if pieces is None or not isinstance(source, str) or source != pieces_digest(pieces):
             continue
-        blob = bytes(blob)
-        if dim < 1 or not blob or len(blob) % (4 * dim):
-            warnings.warn(f"the stored recall vectors of turn {turn_id} are damaged ({len(blob)} bytes for "
-                          f"vectors of {dim} numbers); they were ignored and the turn will be embedded again",
-                          RecallWarning, stacklevel=2)
+        problem = _vector_problem(model, dim, blob, len(pieces))
+        if problem:
+            warnings.warn(f"the stored recall vectors of turn {turn_id} are damaged ({problem}); they were "
+                          "ignored and the turn will be embedded again", RecallWarning, stacklevel=2)
             continue
-        by_model.setdefault(model, {})[turn_id] = np.frombuffer(blob, dtype="<f4").reshape(-1, dim)
+        by_model.setdefault(model, {})[turn_id] = np.frombuffer(bytes(blob), dtype="<f4").reshape(-1, dim)
     return sum(index.import_vectors(model, vectors) for model, vectors in by_model.items())
+
+
+def _vector_problem(model: Any, dim: Any, blob: Any, pieces: int) -> str | None:
+    """What is wrong with one stored vector row (None: float32 vectors of ``dim`` numbers, one per piece)."""
+    if not isinstance(model, str) or not model:
+        return f"its model name is {model!r:.40}"
+    if type(dim) is not int or dim < 1:
+        return f"its vector size is {dim!r:.40}, not a whole number from 1"
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        return f"its vectors are stored as {type(blob).__name__}, not bytes"
+    size = len(bytes(blob))
+    if not size or size % (4 * dim) or size // (4 * dim) != pieces:
+        return f"{size} bytes for {pieces} vectors of {dim} numbers"
+    if not np.isfinite(np.frombuffer(bytes(blob), dtype="<f4")).all():
+        return "its vectors hold numbers that are not finite"
+    return None

@@ -19,7 +19,8 @@ from typing import Any, Iterator
 from helpers.session import ChatSession
 from helpers.session_snapshot import SnapshotError, SnapshotMark, TurnRecord
 from helpers.sessions.base import restore
-from helpers.sessions.encoding import has_lone_surrogates, import_stored_vectors, recall_index, storable_text
+from helpers.sessions.encoding import (check_unaltered, has_lone_surrogates, import_stored_vectors, recall_index,
+                                       storable_text)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                        SessionStore, SessionStoreError, StoredSession, check_ids)
 
@@ -120,15 +121,17 @@ class PersistentSession:
         stored = self.store.load_state(self.user_id, self.session_id)
         before = self.session.snapshot()
         try:
-            self.session.load_snapshot(stored.state)
+            self.session.load_snapshot(stored.state, catch_up=False)
+            check_unaltered(stored.altered, f"session {self.name}")
         except SnapshotError as err:  # the stored data cannot be read
-            self.session.load_snapshot(before)
+            self.session.load_snapshot(before, catch_up=False)
             raise SessionStoreError(f"{self.name} could not be reloaded ({err}); this copy was left "
                                     "as it was - reopen it with PersistentSession.open") from err
-        except BaseException:  # anything else (a bug) surfaces as itself, with this copy left as it was
-            self.session.load_snapshot(before)
+        except BaseException:  # a damaged row, or a bug: raised as it is, with this copy left as it was
+            self.session.load_snapshot(before, catch_up=False)
             raise
         import_stored_vectors(self.session, stored.vectors)  # recall need not embed the stored turns again
+        self.session.catch_up_memory()  # turns another writer added without this memory
         self.revision = stored.info.revision
         self._synced = _synced_mark(self.session, stored.state)
 
@@ -296,10 +299,13 @@ def _synced_mark(session: ChatSession, stored: dict) -> SnapshotMark | None:
 
     A session stored before memories kept one part per turn holds its whole memory state in the header
     (no ``"turns"``). Its rows carry no parts, so writing only what changed would leave the older turns'
-    parts out: the first save stores everything once, and saves of what changed follow.
+    parts out: the first save stores everything once, and saves of what changed follow. The same holds
+    when the memory read again turns another writer added without it (``rebuilt_turns``).
     """
     memory = stored.get("memory")
     if isinstance(memory, dict) and memory and "turns" not in memory and \
             callable(getattr(getattr(session, "memory", None), "turn_state", None)):
+        return None
+    if getattr(session, "rebuilt_turns", None):  # turns read again: their rows get their parts in one whole save
         return None
     return session.mark(memory=False)

@@ -23,7 +23,7 @@ from helpers.clock import now
 from helpers.dsn import redact_dsn
 from helpers.postgres import Connections, lock_id, migrate, schema_version
 from helpers.sessions.base import SCHEMA_TABLE, SessionStoreBase
-from helpers.sessions.encoding import VECTOR_COLUMNS, EncodedChanges, EncodedSession, decode_state
+from helpers.sessions.encoding import VECTOR_COLUMNS, EncodedChanges, EncodedSession, altered_turns, decode_state
 from helpers.sessions.protocol import SessionInfo, SessionStoreError, StoredSession, check_ids, check_user_id
 
 SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
@@ -175,8 +175,8 @@ class PostgresSessionStore(SessionStoreBase):
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 row = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = %s AND "
                                    "session_id = %s", (user_id, session_id)).fetchone()
-                bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = %s AND "
-                                           "session_id = %s", (user_id, session_id)).fetchall())
+                turn_rows = conn.execute("SELECT turn_id, body, digest FROM session_turns WHERE user_id = %s "
+                                         "AND session_id = %s", (user_id, session_id)).fetchall()
                 vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = %s AND "
                                        "session_id = %s", (user_id, session_id)).fetchall()
         except psycopg.Error as err:
@@ -185,7 +185,10 @@ class PostgresSessionStore(SessionStoreBase):
         if row is None:
             raise self._not_found(user_id, session_id, self.where)
         name = f"session {user_id}/{session_id} on {self.where}"
-        return StoredSession(_info(row[:-1]), decode_state(row[-1], bodies, name), tuple(vectors))
+        bodies = {turn_id: body for turn_id, body, _ in turn_rows}
+        state = decode_state(row[-1], bodies, name)
+        altered = altered_turns(bodies, {turn_id: digest for turn_id, _, digest in turn_rows})
+        return StoredSession(_info(row[:-1]), state, tuple(vectors), altered)
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""

@@ -25,6 +25,11 @@ class SessionNotFoundError(SessionStoreError):
     """No session is stored under this user id and session id."""
 
 
+class SessionDamagedError(SessionStoreError):
+    """A stored session is not what a store wrote (bad JSON, wrong types, a row changed after it was saved);
+    the message names the session and what is wrong. It was not loaded."""
+
+
 class SessionConflictError(SessionStoreError):
     """Another writer saved this session since it was loaded; reload it and redo the turn."""
 
@@ -60,6 +65,7 @@ class StoredSession:
     info: SessionInfo
     state: dict
     vectors: tuple[tuple, ...] = ()  # stored recall vectors: (turn_id, model, dim, source, vector bytes)
+    altered: tuple[int, ...] = ()  # turn rows whose body no longer matches their saved digest (see restore)
 
 
 class SessionStore(Protocol):

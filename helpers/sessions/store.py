@@ -53,24 +53,24 @@ from helpers.dsn import redact_dsn
 from helpers.ids import MAX_ID_CHARS
 from helpers.migrations import apply_migrations
 from helpers.sessions.base import SCHEMA_TABLE, SessionStoreBase, check_fork, restore
-from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, decode_state, encode_changes,
+from helpers.sessions.encoding import (VECTOR_COLUMNS, altered_turns, EncodedChanges, EncodedSession, decode_state, encode_changes,
                                        encode_state, encode_vectors, has_lone_surrogates, import_stored_vectors,
                                        pieces_digest, recall_index, storable_text)
-from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
+from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionDamagedError, SessionInfo, SessionNotFoundError,
                                        SessionSaveError, SessionStore, SessionStoreError, StoredSession, check_ids,
                                        check_user_id)
 
 __all__ = [  # what notebooks, tests and the other modules import from here
     "FACT_STORE_TABLES", "MAX_ID_CHARS", "MIGRATIONS", "SCHEMA_TABLE", "VECTOR_COLUMNS", "EncodedChanges",
-    "EncodedSession", "ForkError", "SQLiteSessionStore", "SessionConflictError", "SessionInfo",
-    "SessionNotFoundError", "SessionSaveError", "SessionStore", "SessionStoreBase", "SessionStoreError",
+    "EncodedSession", "ForkError", "SQLiteSessionStore", "SessionConflictError", "SessionDamagedError",
+    "SessionInfo", "SessionNotFoundError", "SessionSaveError", "SessionStore", "SessionStoreBase", "SessionStoreError",
     "StoredSession", "check_fork", "check_ids", "check_user_id", "decode_state", "encode_changes",
     "encode_state", "encode_vectors", "has_lone_surrogates", "import_stored_vectors", "pieces_digest",
     "recall_index", "redact_dsn", "restore", "storable_text",
 ]
 
 # Tables the durable fact store (lesson 10) creates; a file holding only these may also hold sessions.
-FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit"})
+FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit", "source_versions"})
 # SQLite result codes that mean "you may not write here", not "the file is damaged".
 _NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
@@ -315,8 +315,8 @@ class SQLiteSessionStore(SessionStoreBase):
                 conn.execute("BEGIN")
                 rows = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = ? AND "
                                     "session_id = ?", (user_id, session_id)).fetchall()
-                bodies = dict(conn.execute("SELECT turn_id, body FROM session_turns WHERE user_id = ? AND "
-                                           "session_id = ?", (user_id, session_id)).fetchall())
+                turn_rows = conn.execute("SELECT turn_id, body, digest FROM session_turns WHERE user_id = ? AND "
+                                         "session_id = ?", (user_id, session_id)).fetchall()
                 vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = ? AND "
                                        "session_id = ?", (user_id, session_id)).fetchall()
             except sqlite3.DatabaseError as err:
@@ -328,8 +328,10 @@ class SQLiteSessionStore(SessionStoreBase):
         if not rows:
             raise self._not_found(user_id, session_id, self.path)
         name = f"session {user_id}/{session_id} in {self.path}"
+        bodies = {turn_id: body for turn_id, body, _ in turn_rows}
         state = decode_state(rows[0][-1], bodies, name)
-        return StoredSession(SessionInfo(*rows[0][:-1]), state, tuple(vectors))
+        altered = altered_turns(bodies, {turn_id: digest for turn_id, _, digest in turn_rows})
+        return StoredSession(SessionInfo(*rows[0][:-1]), state, tuple(vectors), altered)
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
