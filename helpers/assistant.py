@@ -19,15 +19,16 @@ Each step is a small function of the session it works on: ``refused`` (step 1), 
 write the reports. ``Assistant`` holds one user's session and facts and calls them. Notebook 12 builds
 each in a cell of its own, except ``streamed``, which its Exercise 4 asks the learner to write.
 
-``db`` is a SQLite file (conversations and facts in one file) or a ``postgresql://`` DSN (many
-processes, many users); or pass open stores as ``store=`` and ``facts=``. The settings are the ones
+``db`` is a SQLite file (conversations and facts in one file) or a PostgreSQL DSN, as a URL or libpq's
+``key=value`` pairs (many processes, many users); or pass open stores as ``store=`` and ``facts=``. The settings are the ones
 every notebook uses (``helpers.config``; default ``get_settings()``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from helpers.client import get_client, get_settings                          # 01: one client, one config
+from helpers.dsn import parse_database
 from helpers.errors import ConfigError
 from helpers.facts.writer import FactMemory, format_facts                    # 10: durable facts, audited
 from helpers.guardrails import FALLBACK, REFUSAL, check_grounding, check_scope, evidence_from_turn  # 03
@@ -184,23 +185,36 @@ class Assistant:
         self.close()
 
 
-def open_stores(db: str, *, schema: str | None = None) -> tuple[Any, FactMemory]:
-    """(session store, fact memory) on one database: a SQLite file, or PostgreSQL for a ``postgresql://`` DSN."""
-    if str(db).startswith(("postgresql://", "postgres://")):
-        from helpers.facts.postgres import PostgresFactStore    # psycopg is needed only here
-        from helpers.sessions.postgres import PostgresSessionStore
+def open_stores(db: Any, *, schema: str | None = None,
+                before_facts: Callable[[Any], None] | None = None) -> tuple[Any, FactMemory]:
+    """(session store, fact memory) on one database: a SQLite file, or PostgreSQL for a DSN in any form
+    libpq accepts (``postgresql://``/``postgres://`` URL or ``key=value`` pairs; ``helpers.dsn``).
 
-        store = PostgresSessionStore(db, schema=schema)     # a lock per (user, session); one transaction per save
+    A string that starts like a DSN but cannot be read as one is refused before anything is opened, so
+    it never becomes a file name. ``schema`` puts PostgreSQL's tables in that schema. ``before_facts(store)``
+    runs once the session store is open; if it raises, the fact store is never opened, so a database
+    whose session is refused gets no fact tables.
+    """
+    where = parse_database(db)
+    if where.is_postgres:
         try:
-            return store, FactMemory(PostgresFactStore(db, schema=schema))  # a lock per fact key
-        except BaseException:
-            store.close()
-            raise
-    from helpers.sessions.store import SQLiteSessionStore
+            from helpers.facts.postgres import PostgresFactStore    # psycopg is needed only here
+            from helpers.sessions.postgres import PostgresSessionStore
+        except ImportError:
+            raise ConfigError(f'{where.describe()} needs psycopg: pip install "psycopg[binary]"') from None
+        store = PostgresSessionStore(where.target, schema=schema)  # a lock per (user, session); one transaction per save
+        facts = lambda: FactMemory(PostgresFactStore(where.target, schema=schema))  # a lock per fact key
+    else:
+        if schema is not None:
+            raise ConfigError(f"schema={schema!r} is for PostgreSQL; {where.describe()} keeps its tables in the file")
+        from helpers.sessions.store import SQLiteSessionStore
 
-    store = SQLiteSessionStore(db)                          # conversations ...
+        store = SQLiteSessionStore(where.target)             # conversations ...
+        facts = lambda: FactMemory.open(where.target)        # ... and facts, in one file
     try:
-        return store, FactMemory.open(str(db))              # ... and facts, in one file
+        if before_facts is not None:
+            before_facts(store)
+        return store, facts()
     except BaseException:
         store.close()
         raise
@@ -219,16 +233,20 @@ def open_assistant(settings: Any = None, user_id: str = "learner", session_id: s
     user_id, session_id = check_ids(user_id, session_id)  # as every store keys them (facts use the same rule)
     settings = settings or get_settings()
     client = client or get_client(settings, quiet=True)
-    owned: tuple = ()
-    if db is not None:
-        store, facts = owned = open_stores(db, schema=schema)
-    if store is None or facts is None:
-        raise ConfigError("open_assistant needs db=... (a SQLite file or a postgresql:// DSN), or store= and facts=")
-    try:
-        profile = ProfileMemory(facts=facts, user_id=user_id)
+
+    def session_on(store: Any, facts: FactMemory | None) -> PersistentSession:
+        profile = ProfileMemory(facts=facts, user_id=user_id)  # facts=None: a private store in memory
         memory = MemoryAssembler(profile=profile, shares=shares)
-        session = PersistentSession.open(store, user_id, session_id, client=client, settings=settings,
-                                         memory=memory, max_turns=window, max_tokens=budget, verbose=verbose)
+        return PersistentSession.open(store, user_id, session_id, client=client, settings=settings,
+                                      memory=memory, max_turns=window, max_tokens=budget, verbose=verbose)
+
+    owned: tuple = ()
+    if db is not None:  # the session must load before the fact store's tables are added to the database
+        store, facts = owned = open_stores(db, schema=schema, before_facts=lambda store: session_on(store, None))
+    if store is None or facts is None:
+        raise ConfigError("open_assistant needs db=... (a SQLite file or a PostgreSQL DSN), or store= and facts=")
+    try:
+        session = session_on(store, facts)
     except BaseException:
         for opened in owned:
             opened.close()

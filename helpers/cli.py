@@ -3,7 +3,8 @@
 Offline by default (the stand-in, no key needed); ``--backend nim`` or ``openai-compatible`` uses
 the same settings as the notebooks. It is notebook 12's assistant (``helpers.assistant``): guardrails,
 memory under a budget, durable facts. Every completed turn and every fact is saved to ``--db`` (a SQLite
-file, or a ``postgresql://`` DSN), so ``--user`` and ``--session`` resume a conversation in a later run,
+file, or a PostgreSQL DSN: a ``postgresql://`` URL or libpq's ``key=value`` pairs, with ``--schema`` for its
+tables' schema), so ``--user`` and ``--session`` resume a conversation in a later run,
 and what the user said about themselves is known in any later session of theirs.
 
 Commands inside the chat: /history, /memory, /facts, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
@@ -30,11 +31,10 @@ from helpers.assistant import Assistant, open_assistant
 from helpers.client import make_client
 from helpers.config import BACKENDS, load_settings
 from helpers.dotenv_file import apply_dotenv
+from helpers.dsn import Database, parse_database, redact_dsn
 from helpers.errors import ConfigError, WorkshopError
 from helpers.facts.store import FactStoreError
-from helpers.facts.writer import FactMemory
-from helpers.sessions.store import (SessionSaveError, SessionStore, SessionStoreError, SQLiteSessionStore,
-                                  redact_dsn)
+from helpers.sessions.store import SessionSaveError, SessionStoreError
 
 COMMANDS = {
     "/history": "the conversation so far (turns trimmed from memory are marked)",
@@ -48,8 +48,6 @@ COMMANDS = {
     "/quit": "leave (the conversation is already saved)",
 }
 
-
-_KEY_VALUE_DSN = re.compile(r"^\s*(host|hostaddr|dbname|user|password|port|service)\s*=")
 
 # What a terminal acts on instead of showing: C0 controls except \n and \t (ESC starts CSI/OSC sequences:
 # cursor moves, screen clears, OSC 52 clipboard writes, window titles; \r overwrites the line), DEL, the C1
@@ -93,26 +91,15 @@ def default_db_path() -> str:
     return str(Path(base) / "agent-memory-workshop" / "sessions.db")
 
 
-def is_dsn(db: str) -> bool:
-    """True for a PostgreSQL DSN: a postgresql:// URL or libpq's ``host=... dbname=...`` form."""
-    return str(db).startswith(("postgresql://", "postgres://")) or bool(_KEY_VALUE_DSN.match(str(db)))
+def prepare_db(db: str) -> Database:
+    """What ``--db`` names (``helpers.dsn.parse_database``); a SQLite file's folder is created if missing.
 
-
-def open_store(db: str) -> SessionStore:
-    """A PostgresSessionStore for a postgresql:// DSN, else a SQLiteSessionStore (folder created)."""
-    if is_dsn(db):
-        try:
-            # psycopg is optional (pip install "psycopg[binary]"): imported only for a PostgreSQL DSN.
-            from helpers.sessions.postgres import PostgresSessionStore
-        except ImportError:
-            raise SessionStoreError('a postgresql:// --db needs psycopg: '
-                                    'pip install "psycopg[binary]"') from None
-        return PostgresSessionStore(db)
-    try:
-        path = Path(db).expanduser()
-    except RuntimeError:  # ~name of a user this system does not know
-        raise SessionStoreError(f"cannot use --db {db}: no home folder is known for its ~user; pass the "
-                                "full path") from None
+    A DSN that cannot be read is a ConfigError here, before anything is opened or created.
+    """
+    where = parse_database(db)
+    if where.is_postgres:
+        return where
+    path = Path(where.target)
     try:
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     except OSError as err:  # e.g. File name too long: exists() only answers False for a missing path
@@ -127,7 +114,7 @@ def open_store(db: str) -> SessionStore:
         why = _system_refusal(err)
         raise SessionStoreError(f"cannot create the folder {path.parent} for --db {db} ({why}); create it "
                                 "yourself, or pass a --db path in a folder you may write to") from None
-    return SQLiteSessionStore(path)
+    return where
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,8 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="user id (default: learner)")
     chat.add_argument("--session", default="main", help="session id to start or resume (default: main)")
     chat.add_argument("--db", default=None,
-                      help="SQLite file or postgresql:// DSN (default: $WORKSHOP_SESSION_DB "
-                           "or ~/.local/share/agent-memory-workshop/sessions.db)")
+                      help="SQLite file, or PostgreSQL DSN: postgresql://... or 'host=... dbname=...' "
+                           "(default: $WORKSHOP_SESSION_DB or ~/.local/share/agent-memory-workshop/sessions.db)")
+    chat.add_argument("--schema", default=None,
+                      help="PostgreSQL schema for the tables (default: the database's search path)")
     chat.add_argument("--backend", choices=BACKENDS, default=None,
                       help="where requests go (default: $WORKSHOP_BACKEND, else offline)")
     chat.add_argument("--max-turns", type=int, default=None,
@@ -154,21 +143,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _shown(db: str) -> str:
-    """A database address fit to print: a PostgreSQL DSN loses its password."""
-    if is_dsn(db) or "password" in str(db).lower():
-        try:
-            from helpers.postgres import describe_dsn  # needs the optional psycopg
-        except ImportError:
-            return redact_dsn(str(db))
-        shown = describe_dsn(str(db))
-        return redact_dsn(str(db)) if shown.startswith("(") else "postgresql://" + shown
-    return str(db)
+    """A --db value fit to print, in its own form: a DSN keeps its settings, each password shown as ***."""
+    try:
+        return parse_database(db).shown()
+    except ConfigError:
+        return redact_dsn(str(db))
 
 
-def resume_command(user: str, session: str, db: str | None) -> str:
-    """The shell command that resumes this conversation, each argument quoted for the shell."""
+def _described(db: str, schema: str | None = None) -> str:
+    """Where the conversation is stored, in words (``SQLite file ...``, ``PostgreSQL database ... on ...``)."""
+    try:
+        where = parse_database(db).describe()
+    except ConfigError:
+        where = redact_dsn(str(db))
+    return where + (f" (schema {schema})" if schema else "")
+
+
+def resume_command(user: str, session: str, db: str | None, schema: str | None = None) -> str:
+    """The shell command that resumes this conversation, each argument quoted for the shell.
+
+    A DSN's password is shown as *** (give it again, or keep it in PGPASSWORD or ~/.pgpass)."""
     argv = ["python", "-m", "helpers", "chat", "--user", user, "--session", session]
-    return shlex.join(argv + (["--db", _shown(db)] if db else []))
+    return shlex.join(argv + (["--db", _shown(db)] if db else []) + (["--schema", schema] if schema else []))
 
 
 class TerminalChat:
@@ -180,8 +176,8 @@ class TerminalChat:
 
     def __init__(self, session: Assistant | Any, *, db: str, resume: str = "",
                  read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None,
-                 stream: bool = True):
-        self.session, self.db, self.resume = session, db, resume
+                 stream: bool = True, schema: str | None = None):
+        self.session, self.db, self.resume, self.schema = session, db, resume, schema
         self.stream = stream  # False (--no-stream): each answer is printed whole
         self.read, self._write = read or input, write or print
         self.unsaved = False  # True while the newest change could not be saved (or may not have been)
@@ -325,7 +321,7 @@ class TerminalChat:
             report = getattr(self.session, "memory_report", None)  # an Assistant: summary, profile, facts
             self.write(report() if report is not None else f"summary/profile: {memory if memory else 'none'}")
             self.write(f"stored: {self.session.user_id}/{self.session.session_id} "
-                       f"revision {self.session.revision} in {_shown(self.db)}")
+                       f"revision {self.session.revision} in {_described(self.db, self.schema)}")
         elif name == "/facts":
             audit = getattr(self.session, "audit_report", None)
             self.write(audit() if audit is not None else "No fact store: this chat keeps no facts.")
@@ -368,45 +364,36 @@ class TerminalChat:
             return False
 
 
-def open_facts(db: str, store: SessionStore) -> FactMemory:
-    """The fact store beside the session store: the same SQLite file, or the same PostgreSQL database."""
-    if is_dsn(db):
-        from helpers.facts.postgres import PostgresFactStore
-
-        return FactMemory(PostgresFactStore(db))
-    return FactMemory.open(str(store.path))
-
-
 def run_chat(args: argparse.Namespace) -> int:
-    """Open the stores and the assistant (``helpers.assistant``), then chat."""
+    """Open the assistant on ``--db`` (``helpers.assistant.open_assistant``: both stores), then chat.
+
+    The fact store is opened only once the session has loaded, so a database whose session is refused
+    is left as it was."""
     db = args.db or default_db_path()
-    store = None
     try:
         settings = load_settings(args.backend or os.environ.get("WORKSHOP_BACKEND") or "offline")
-        store = open_store(db)
-        facts = open_facts(db, store)
-    except (ConfigError, SessionStoreError, FactStoreError) as err:
-        if store is not None:
-            store.close()
+        where = prepare_db(db)
+        window = {} if args.max_turns is None else {"window": args.max_turns}
+        assistant = open_assistant(settings, args.user, args.session,
+                                   db=where.target if where.is_postgres else Path(where.target),
+                                   schema=args.schema, client=make_client(settings), verbose=args.verbose,
+                                   **window)
+    except (SessionStoreError, FactStoreError, ValueError) as err:  # ConfigError is a ValueError
         print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     try:
-        window = {} if args.max_turns is None else {"window": args.max_turns}
-        assistant = open_assistant(settings, args.user, args.session, store=store, facts=facts,
-                                   client=make_client(settings), verbose=args.verbose, **window)
         count = len(assistant.session.turns)
         state = f"resumed, {count} turn{'' if count == 1 else 's'}" if assistant.session.resumed else "new"
         print(terminal_text(settings.describe()))
         print(terminal_text(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
                             "Type a question, or /help."))
-        resume = resume_command(args.user, args.session, args.db)
-        return TerminalChat(assistant, db=db, resume=resume, stream=not args.no_stream).run()
+        resume = resume_command(args.user, args.session, args.db, args.schema)
+        return TerminalChat(assistant, db=db, resume=resume, stream=not args.no_stream, schema=args.schema).run()
     except (SessionStoreError, FactStoreError, ValueError) as err:
         print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     finally:
-        store.close()
-        facts.close()
+        assistant.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
