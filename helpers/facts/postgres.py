@@ -14,8 +14,9 @@ from typing import Any, Iterator, Sequence
 import psycopg
 from psycopg import pq
 
-from helpers.facts.store import (READ_AUDIT_SQL, SELECT_FACTS, AuditEntry, Changes, FactStoreError, LockKey,
-                                 StoredFact, facts_by_key, facts_from_rows, read_facts_sql, save_changes)
+from helpers.facts.store import (READ_AUDIT_SQL, REJECTED_VERSIONS_SQL, SELECT_FACTS, AuditEntry, Changes,
+                                 FactStoreError, LockKey, StoredFact, facts_by_key, facts_from_rows, read_facts_sql,
+                                 save_changes, version_after)
 from helpers.postgres import Connections, lock_id, migrate, schema_version
 
 _ID_BLOCK = 16  # fact ids fetched from the sequence per round trip
@@ -64,7 +65,31 @@ FACT_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             decided_at TEXT NOT NULL)""",
         "CREATE INDEX audit_by_user ON audit (user_id, id)",
     )),
+    (2, "create source_versions", (
+        """CREATE TABLE source_versions (
+            user_id TEXT COLLATE "C" NOT NULL,
+            source_id TEXT COLLATE "C" NOT NULL,
+            last_version BIGINT NOT NULL,
+            PRIMARY KEY (user_id, source_id))""",
+        """INSERT INTO source_versions (user_id, source_id, last_version)
+            SELECT user_id, source_id, MAX(version) FROM (
+                SELECT f.user_id AS user_id, p.source_id AS source_id, p.source_version AS version
+                    FROM provenance p JOIN facts f ON f.id = p.fact_id
+                UNION ALL
+                SELECT user_id, source_id, source_version FROM audit
+                    WHERE source_version IS NOT NULL AND outcome <> 'rejected') AS recorded
+            GROUP BY user_id, source_id""",
+    )),
 )
+
+# The next version of a source in one statement: the row's lock makes two callers take turns. The CASE keeps
+# the arithmetic in range: at the largest BIGINT it gives a value version_after refuses.
+_RESERVE_SQL = ("INSERT INTO source_versions AS v (user_id, source_id, last_version) VALUES (%s, %s, %s) "
+                "ON CONFLICT (user_id, source_id) DO UPDATE SET last_version = CASE "
+                "WHEN v.last_version >= 9223372036854775807 THEN v.last_version "
+                "WHEN v.last_version + 1 > excluded.last_version THEN v.last_version + 1 "
+                "ELSE excluded.last_version END "
+                "RETURNING last_version, xmax <> 0")
 
 # The keys to load arrive as four parallel arrays (user ids, subjects, attributes, slots).
 _LOAD_SQL = (f"{SELECT_FACTS} WHERE (f.user_id, f.subject, f.attribute, f.slot) IN "
@@ -106,7 +131,8 @@ class PostgresFactStore:
     def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
         self._conns = Connections(dsn, schema, FactStoreError, connect_timeout)
         self.where = self._conns.where
-        migrate(self._conns, "schema_migrations", FACT_MIGRATIONS, ("facts", "provenance", "audit"))
+        migrate(self._conns, "schema_migrations", FACT_MIGRATIONS,
+                ("facts", "provenance", "audit", "source_versions"))
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_PGFactTransaction]:
@@ -139,6 +165,27 @@ class PostgresFactStore:
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
         return [AuditEntry(*row) for row in self._read(READ_AUDIT_SQL.replace("?", "%s"), (user_id,))]
+
+    def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
+        """The next version of this source (``FactStore.reserve_version``), committed before returning: one
+        upsert whose row lock makes concurrent callers take turns, so no two get the same number."""
+        version_after(None, at_least)  # the argument's check
+        conn = self._conns.get()
+        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            raise FactStoreError("a fact transaction is open on this thread; reserve versions before or after it")
+        try:
+            with conn.transaction():
+                last, existed = conn.execute(_RESERVE_SQL, (user_id, source_id, at_least)).fetchone()
+                if existed and last == 9223372036854775807:
+                    version_after(last, at_least)  # raises: no higher version can be stored
+        except psycopg.Error as err:
+            raise FactStoreError(f"reserving a fact version on {self.where} failed ({str(err).strip()}); "
+                                 "nothing was changed - retry") from None
+        return last
+
+    def rejected_versions(self, user_id: str, source_id: str) -> set[int]:
+        """The versions of this source audited as ``rejected``."""
+        return {row[0] for row in self._read(REJECTED_VERSIONS_SQL.replace("?", "%s"), (user_id, source_id))}
 
     def schema_version(self) -> int:
         """The highest fact migration applied."""

@@ -19,6 +19,14 @@ Tables (migration 1):
   is marked ``withdrawn_at``.
 * ``audit``: one row per decision, written in the same transaction as the change.
 
+Table of migration 2:
+
+* ``source_versions``: per ``(user_id, source_id)`` the highest version handed out or recorded
+  (``last_version``). ``reserve_version`` hands out the next one atomically, and every saved decision
+  raises it to its own version, so a version reserved later is always higher than every version the
+  source has recorded - in any session, branch or process. It starts from the highest version already in
+  ``provenance`` and ``audit`` (rejected candidates changed nothing and do not count).
+
 ``facts.superseded_by`` and ``audit.fact_id`` are plain integers, not foreign keys: SQLite
 checks a parent insert against every child column, and without an extra index on each that
 check scans the table (it made inserts 6x slower); the writer is the only thing that sets them.
@@ -160,6 +168,15 @@ class FactStore(Protocol):
     def schema_version(self) -> int:
         """The highest migration applied to this store."""
 
+    def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
+        """The next version of this source for this user, stored before returning (see ``source_versions``).
+
+        It is ``at_least`` or, when that is not higher, one more than the highest version handed out or
+        recorded for the source; two callers never get the same number."""
+
+    def rejected_versions(self, user_id: str, source_id: str) -> set[int]:
+        """The versions of this source whose candidates were audited as ``rejected`` (malformed)."""
+
     def close(self) -> None:
         """Release connections."""
 
@@ -208,6 +225,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             support INTEGER NOT NULL,
             decided_at TEXT NOT NULL)""",
         "CREATE INDEX audit_by_user ON audit (user_id, id)",
+    )),
+    (2, "create source_versions", (
+        """CREATE TABLE source_versions (
+            user_id TEXT NOT NULL,
+            source_id TEXT NOT NULL,
+            last_version INTEGER NOT NULL,
+            PRIMARY KEY (user_id, source_id)) WITHOUT ROWID""",
+        """INSERT INTO source_versions (user_id, source_id, last_version)
+            SELECT user_id, source_id, MAX(version) FROM (
+                SELECT f.user_id AS user_id, p.source_id AS source_id, p.source_version AS version
+                    FROM provenance p JOIN facts f ON f.id = p.fact_id
+                UNION ALL
+                SELECT user_id, source_id, source_version FROM audit
+                    WHERE source_version IS NOT NULL AND outcome <> 'rejected') AS recorded
+            GROUP BY user_id, source_id""",
     )),
 )
 
@@ -301,6 +333,35 @@ def facts_by_key(keys: Sequence[LockKey], rows: Sequence[tuple]) -> dict[LockKey
     return found
 
 
+# A saved decision raises its source's counter to its own version (never lowers it); every backend.
+RAISE_VERSION_SQL = ("INSERT INTO source_versions (user_id, source_id, last_version) VALUES (?, ?, ?) "
+                     "ON CONFLICT (user_id, source_id) DO UPDATE SET last_version = excluded.last_version "
+                     "WHERE excluded.last_version > source_versions.last_version")
+REJECTED_VERSIONS_SQL = ("SELECT DISTINCT source_version FROM audit WHERE user_id = ? AND source_id = ? "
+                         "AND outcome = 'rejected' AND source_version IS NOT NULL")
+
+
+def version_after(last: int | None, at_least: int) -> int:
+    """The version ``reserve_version`` hands out after ``last`` (None: none yet), or FactStoreError."""
+    if isinstance(at_least, bool) or not isinstance(at_least, int) or at_least < 0:
+        raise FactStoreError(f"at_least must be a whole number of 0 or more (got {at_least!r})")
+    version = at_least if last is None else max(last + 1, at_least)
+    if version > 2**63 - 1:
+        raise FactStoreError("this source has used every version up to 2**63 - 1; no higher one can be stored "
+                             "- write its statements under another source id")
+    return version
+
+
+def versions_saved(changes: Changes) -> list[tuple[str, str, int]]:
+    """(user_id, source_id, highest version) of the decisions in ``changes``, rejected ones left out."""
+    highest: dict[tuple[str, str], int] = {}
+    for e in changes.audit:
+        if e.source_version is not None and e.outcome != "rejected":
+            key = (e.user_id, e.source_id)
+            highest[key] = max(highest.get(key, e.source_version), e.source_version)
+    return [(user_id, source_id, version) for (user_id, source_id), version in highest.items()]
+
+
 def save_changes(executemany, changes: Changes) -> None:
     """Write one batch of changes with ``executemany(sql, rows)``; SQL uses ``?`` placeholders.
 
@@ -337,6 +398,7 @@ def save_changes(executemany, changes: Changes) -> None:
     run(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})",
         [(e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version, e.outcome,
           e.reason, e.fact_id, e.support, e.decided_at) for e in changes.audit])  # AUDIT_COLUMNS, in order
+    run(RAISE_VERSION_SQL, versions_saved(changes))
 
 
 class WorkingSet:
@@ -399,6 +461,16 @@ class _SQLiteTransaction:
 
     def save(self, changes: Changes) -> None:
         save_changes(self._conn.executemany, changes)
+
+    def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
+        """The next version of the source (``FactStore.reserve_version``), inside this write transaction."""
+        row = self._conn.execute("SELECT last_version FROM source_versions WHERE user_id = ? AND source_id = ?",
+                                 (user_id, source_id)).fetchone()
+        version = version_after(None if row is None else row[0], at_least)
+        self._conn.execute("INSERT INTO source_versions (user_id, source_id, last_version) VALUES (?, ?, ?) "
+                           "ON CONFLICT (user_id, source_id) DO UPDATE SET last_version = excluded.last_version",
+                           (user_id, source_id, version))
+        return version
 
 
 class SQLiteFactStore:
@@ -549,6 +621,16 @@ class SQLiteFactStore:
     def read_audit(self, user_id: str) -> list[AuditEntry]:
         """One user's decisions, oldest first."""
         return [AuditEntry(*row) for row in self._read(READ_AUDIT_SQL, (user_id,))]
+
+    def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
+        """The next version of this source (``FactStore.reserve_version``): one write transaction, so
+        threads and processes sharing the file never get the same number."""
+        with self.transaction() as txn:
+            return txn.reserve_version(user_id, source_id, at_least)
+
+    def rejected_versions(self, user_id: str, source_id: str) -> set[int]:
+        """The versions of this source audited as ``rejected``."""
+        return {row[0] for row in self._read(REJECTED_VERSIONS_SQL, (user_id, source_id))}
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""

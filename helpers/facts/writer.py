@@ -140,21 +140,47 @@ class FactMemory(AbstractContextManager):  # ``with FactMemory.open(path) as mem
             txn.save(work.changes)
         return decisions
 
+    def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
+        """A version for the source's next statement, higher than every version it has recorded or been
+        handed (in any session, branch or process sharing the store); ``at_least`` when that is higher.
+
+        Keep it with the statement: writing the statement again with the same version is a replay (a
+        ``noop``), while a statement made later reserves a higher one and so always counts."""
+        user_id, source_id = normalise_id(user_id), normalise_id(source_id)
+        if UNSTORABLE.search(user_id + source_id) or not user_id or not source_id:
+            raise FactMemoryError(f"reserve_version needs a user_id and source_id a database can store (got "
+                                  f"{user_id!r}, {source_id!r})")
+        return self.store.reserve_version(user_id, source_id, at_least)
+
     def recorded(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[bool]:
         """For each candidate: has its source already recorded this version, or a newer one, for its key?
 
         True means writing it would be a replay or stale ``noop`` (rule 1 of ``decide``, the same
-        ``last_version``) that changes nothing. Only reads: nothing is decided or audited, so a caller
-        can catch up on what a store missed without filling the audit with replays.
+        ``last_version``) that changes nothing. A malformed candidate counts as recorded when the audit
+        already holds its rejection (the same source and version): writing it again would only repeat the
+        ``rejected`` row. Only reads: nothing is decided or audited, so a caller can catch up on what a
+        store missed without filling the audit with replays.
         """
+        candidates = list(candidates)
         checked = [self._check(candidate)[0] for candidate in candidates]
+        rejected = {i: rejected_fields(candidate) for i, (candidate, c) in enumerate(zip(candidates, checked))
+                    if c is None}
+        rejections: dict[tuple[str, str], set[int]] = {}
+        for held in rejected.values():
+            where = (held["user_id"], held["source_id"])
+            if held["source_version"] is not None and where not in rejections:
+                rejections[where] = self.store.rejected_versions(*where)
         by_key: dict[tuple, list[StoredFact]] = {}
         for user_id in dict.fromkeys(c.user_id for c in checked if c is not None):
             for fact in self.store.read_facts(user_id, (ACTIVE, CONFLICT, SUPERSEDED, INELIGIBLE)):
                 by_key.setdefault((fact.user_id, fact.subject, fact.attribute, fact.slot), []).append(fact)
         answers = []
-        for c in checked:
-            seen = None if c is None else last_version(c, by_key.get(c.key, []))
+        for i, c in enumerate(checked):
+            if c is None:
+                held = rejected[i]
+                answers.append(held["source_version"] in rejections.get((held["user_id"], held["source_id"]), ()))
+                continue
+            seen = last_version(c, by_key.get(c.key, []))
             answers.append(seen is not None and c.source_version <= seen)
         return answers
 

@@ -44,9 +44,10 @@ from helpers.client import get_settings
 from helpers.errors import ConfigError, WorkshopWarning
 from helpers.context_format import PROFILE_HEADER, profile_mark, quote_text, write_fact_line  # the line's owner
 from helpers.facts.pipeline import Extractor, ModelExtractor, ReplyFormatError, RuleExtractor
-from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
+from helpers.facts.writer import AttributeSpec, Candidate, FactMemory, normalise_text
 from helpers.memory.profile_extraction import CAMPUS, attribute_label, campus_set, split_label, stated_parts
 from helpers.memory.recall import is_substantive
+from helpers.text import shorten
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class ProfileFact:
     recorded_at: str  # ISO 8601 with offset, from helpers.clock.now()
     fact_id: int | None = None
     superseded_by: int | None = None  # fact id of the value that replaced this one
+    version: int | None = None  # the statement's version in the fact store (orders statements; see the module)
 
     @property
     def label(self) -> str:
@@ -109,8 +111,88 @@ def says(said: str, value: str) -> bool:
 
 
 def _items(candidates: Sequence[Candidate]) -> list[dict]:
-    """A pipeline's candidates as profile items: ``{"key", "topic", "value"}`` (``split_label`` of the attribute)."""
-    return [dict(zip(("key", "topic"), split_label(c.attribute)), value=c.value) for c in candidates]
+    """A pipeline's candidates as profile items: ``{"key", "topic", "value", "evidence"}`` (``split_label`` of
+    the attribute; the evidence is the words the extractor says the value came from)."""
+    return [dict(zip(("key", "topic"), split_label(c.attribute)), value=c.value, evidence=c.evidence)
+            for c in candidates]
+
+
+def _words(text: str) -> str:
+    """Text as words are compared: ``normalise_text`` (case-folded, punctuation dropped), padded by spaces."""
+    return f" {normalise_text(str(text))} "
+
+
+# What must come right before a name for a sentence to state it ("my name is Ada", "call me Cal", "I'm Ada").
+_NAME_CUE = re.compile(r"(?:\bname\s*(?:is|'s|:|=)|\bcall\s+me|\bgo\s+by|\bcalled|\bi\s*'?\s*m|\bi\s+am|"
+                       r"\bthis\s+is|\bit\s*'?\s*s)\s+(?:(?:actually|now|just|still|really|also|simply)\s+)*$",
+                       re.IGNORECASE)
+_CAPITALISED = re.compile(r"[A-Z\u00c0-\u00de][\w'\u2019-]*")
+_I_FORMS = {"i", "i'm", "i’m", "i've", "i’ve", "i'd", "i’d", "i'll", "i’ll"}
+
+
+def _occurrences(text: str, value: str) -> list[re.Match]:
+    """Where ``value`` stands in ``text`` as whole words (case-insensitive, any run of spaces between words)."""
+    words = [re.escape(w) for w in unicodedata.normalize("NFC", value).replace("’", "'").split()]
+    if not words:
+        return []
+    pattern = r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)"
+    return list(re.finditer(pattern, unicodedata.normalize("NFC", text).replace("’", "'"), re.IGNORECASE))
+
+
+def _in_role(key: str, value: str, text: str) -> bool:
+    """Does ``text`` state ``value`` whole, in the role ``key`` needs?
+
+    Never when the value is cut out of a longer capitalised name ("Mallory" of "Mallory Hall", "Hall" of
+    "Mallory Hall"); a name only after a naming cue ("my name is", "call me", "I'm", ...)."""
+    text = unicodedata.normalize("NFC", text).replace("’", "'")
+    for match in _occurrences(text, value):
+        before, after = text[:match.start()], text[match.end():]
+        if match.group()[:1].isupper():
+            following = re.match(r"\s+(\S+)", after)
+            if following and _CAPITALISED.fullmatch(following.group(1).rstrip(".,;:!?\"')")):
+                continue
+            preceding = re.search(r"(\S+)\s+$", before)
+            if preceding:
+                word = preceding.group(1)
+                opens = not before[:preceding.start()].strip() or before[:preceding.start()].rstrip()[-1:] in ".!?:"
+                if (_CAPITALISED.fullmatch(word) and word.lower() not in _I_FORMS and not opens):
+                    continue
+        if key == "name" and not _NAME_CUE.search(before):
+            continue
+        return True
+    return False
+
+
+def statement_version(statement: dict) -> int:
+    """A stored statement's version: the one reserved for it, or (a statement saved before versions were
+    reserved) its turn id, the version it was written with then."""
+    version = statement.get("version")
+    return int(statement["turn_id"]) if version is None else int(version)
+
+
+def unsupported(item: dict, value: str, user_text: str, stated: Sequence[str]) -> str | None:
+    """Why the user's own words do not state ``item`` (the end of "<key> <value> is ..."), or None when they do.
+
+    The value must be whole words of a statement (``stated``, the user's ``stated_parts``) in the role its
+    attribute needs (``_in_role``: not a piece of a longer name; a name after a naming cue). When the item
+    names its ``evidence`` (other than the whole message, the pipeline's default), that evidence must be the
+    user's words of one statement and hold the value: a model's reply cannot make other words the user's.
+    """
+    if not any(says(part, value) for part in stated):
+        return ("only in a question (a question states no fact)" if says(user_text, value)
+                else "not in the user's words")
+    evidence = " ".join(str(item.get("evidence") or "").split())
+    contexts = list(stated)
+    if evidence and evidence != " ".join(str(user_text).split())[:500]:
+        contexts = [part for part in stated if _words(evidence) in _words(part)]
+        if not contexts:
+            return f"claimed from {shorten(evidence, 80)!r}, which is not a statement in the user's words"
+        if _words(value) not in _words(evidence):
+            return f"not in its own evidence {shorten(evidence, 80)!r}"
+    if not any(_in_role(str(item.get("key", "")).strip().lower(), value, part) for part in contexts):
+        what = "the user's name" if str(item.get("key", "")).strip().lower() == "name" else "that attribute"
+        return f"not stated as {what} (only as part of other words)"
+    return None
 
 
 def _key(statement: dict) -> str:
@@ -156,6 +238,7 @@ class ProfileMemory:
         self.pending: list[dict] | None = None  # held until their turn is saved; None: written at once
         self.rejected: list[str] = []
         self._ordered: tuple | None = None  # (log, statements checked, in turn order): see turn_state
+        self._turn_index: tuple | None = None  # (the log and held statements it was built from, version -> turn)
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
         """Use this client/settings unless others were given explicitly."""
@@ -168,7 +251,19 @@ class ProfileMemory:
         newest = max(support or row.provenance, key=lambda p: (p.source_version, p.recorded_at))
         key, topic = _split_label(row.attribute)
         stamp = max(p.recorded_at for p in (support or row.provenance))  # a restatement refreshed its source's
-        return ProfileFact(key, topic, row.value, newest.source_version, stamp, row.id, row.superseded_by)
+        turn = self._turns().get(newest.source_version, newest.source_version) \
+            if newest.source_id == self.source_id else newest.source_version
+        return ProfileFact(key, topic, row.value, turn, stamp, row.id, row.superseded_by, newest.source_version)
+
+    def _turns(self) -> dict[int, int]:
+        """This conversation's turn of each version its statements were written with (another session's
+        statements are not in it: their facts show their version)."""
+        log, held = self.statements, self.pending
+        known = self._turn_index
+        if known is None or known[:4] != (id(log), len(log), id(held), len(held or ())):
+            turns = {statement_version(s): int(s["turn_id"]) for s in [*log, *(held or ())]}
+            known = self._turn_index = (id(log), len(log), id(held), len(held or ()), turns)
+        return known[4]
 
     @property
     def facts(self) -> dict[tuple[str, str], ProfileFact]:
@@ -178,7 +273,7 @@ class ProfileMemory:
     @property
     def history(self) -> list[ProfileFact]:
         """Values a newer statement replaced (superseded in the fact store), oldest first."""
-        return sorted(map(self._fact, self.store.history(self.user_id)), key=lambda f: f.turn_id)
+        return sorted(map(self._fact, self.store.history(self.user_id)), key=lambda f: (f.version, f.turn_id))
 
     @property
     def conflicts(self) -> list[ProfileFact]:
@@ -246,24 +341,33 @@ class ProfileMemory:
         return self.merge(turn_id, items, user_text)
 
     def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
-        """Write validated items from turn ``turn_id``; a value that is not whole words of a statement in
-        ``user_text`` (``stated_parts``: no question, no small talk) is rejected and logged."""
+        """Write validated items from turn ``turn_id``; an item the user's own words do not state is rejected
+        and logged (``unsupported``): its value must be whole words of a statement in ``user_text``
+        (``stated_parts``: no question, no small talk), in the role its attribute needs, and an item's
+        ``evidence`` must be the user's words holding that value.
+
+        The turn's statements share one version reserved from the fact store (``reserve_version``: higher than
+        any this user's chat source has recorded, in any session); each statement keeps it, so writing it again
+        (a restart, a rebuild) is a replay that changes nothing, while a later statement always counts."""
         update = ProfileUpdate()
         stated = stated_parts(user_text)
+        version = None
         for item in items:
-            value = " ".join(item["value"].split()).strip(" .")
-            if not any(says(part, value) for part in stated):
-                where = "only in a question (a question states no fact)" if says(user_text, value) \
-                    else "not in the user's words"
-                reason = f"turn {turn_id}: {item['key']} {value!r} is {where}"
+            value = " ".join(str(item["value"]).split()).strip(" .")
+            problem = unsupported(item, value, user_text, stated)
+            if problem is not None:
+                reason = f"turn {turn_id}: {item['key']} {value!r} is {problem}"
                 log.warning("profile fact rejected: %s", reason)
                 self.rejected.append(reason)
                 update.rejected.append(reason)
                 continue
             key = " ".join(item["key"].lower().split())
             topic = key if key == "name" else " ".join(item["topic"].lower().split())
+            if version is None:
+                version = self._version_for(int(turn_id))
             statement = {"turn_id": turn_id, "key": key, "topic": topic, "value": value,
-                         "evidence": " ".join(user_text.split())[:500], "at": clock.now().isoformat()}
+                         "evidence": " ".join(user_text.split())[:500], "at": clock.now().isoformat(),
+                         "version": version}
             if self.pending is not None:  # held until the session has saved the turn (write_deferred)
                 statement["label"] = attribute_label(key, topic)
                 self.pending.append(statement)
@@ -286,12 +390,30 @@ class ProfileMemory:
     def _write(self, statement: dict) -> Any:
         return self.store.write(self._candidate(statement))
 
+    def _version_for(self, turn_id: int) -> int:
+        """The version of a new statement from ``turn_id``: reserved from the fact store (the turn id, or higher
+        when this source already recorded that much), so it outranks every earlier statement of every session.
+
+        A turn older than one this conversation already stated (a late arrival) is not newer than that turn:
+        it gets the version just below the next later turn's, so within one conversation the later turn wins.
+        """
+        later = [statement_version(s) for s in [*self.statements, *(self.pending or ())]
+                 if int(s["turn_id"]) > turn_id]
+        if later:
+            return max(min(later) - 1, 0)
+        return self.store.reserve_version(self.user_id, self.source_id, at_least=max(turn_id, 0))
+
+    @property
+    def source_id(self) -> str:
+        """The fact store's source of this user's statements: ``chat:<user_id>``."""
+        return f"chat:{self.user_id}"
+
     def _candidate(self, statement: dict) -> Candidate:
         label = statement["label"] = attribute_label(statement["key"], statement["topic"])
         if label not in self.store.attributes:  # open-ended: any label the user's words name is an attribute
             self.store.attributes[label] = AttributeSpec(label, description="stated by the user")
-        return Candidate(self.user_id, "user", label, statement["value"], f"chat:{self.user_id}", "user",
-                         int(statement["turn_id"]), statement["evidence"])
+        return Candidate(self.user_id, "user", label, statement["value"], self.source_id, "user",
+                         statement_version(statement), statement["evidence"])
 
     # -- writing once the turn is saved (PersistentSession)
     def defer_writes(self) -> None:
