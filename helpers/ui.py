@@ -1,8 +1,9 @@
-"""A chat window for notebooks (lesson 11): transcript, input box, Send / Undo / Reset, and a memory view.
+"""A chat window for notebooks (lesson 11): transcript, input box, Send / Undo / Reset / Reload, and a memory view.
 
-All the logic is in plain methods - ``send(text)``, ``undo()``, ``reset()`` - that the buttons
-call, so tests and notebook cells can drive the chat without a browser. Everything shown is
-written into widget values (an ``HTML`` widget's ``value``), never printed inside ``with out:``,
+All the logic is in plain methods - ``send(text)``, ``undo()``, ``reset()``, ``reload()`` - that the buttons
+call (``/reload`` typed in the box does what Reload does), so tests and notebook cells can drive the chat
+without a browser. Reload continues from the stored conversation after another window or writer saved it
+(a save this window then made was refused and says so). Everything shown is written into widget values (an ``HTML`` widget's ``value``), never printed inside ``with out:``,
 which keeps the display correct under nbval and in Colab alike.
 
 Works with a plain ``ChatSession`` or a ``PersistentSession`` (then every turn, undo and reset is
@@ -39,6 +40,7 @@ from ipywidgets.widgets import widget as widget_module
 
 from helpers.facts.writer import FactMemory, format_facts
 from helpers.memory.summary_format import one_line
+from helpers.sessions.protocol import SessionConflictError
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
            "background:{bg};{align}'><b>{who}</b> {text}</div>")
@@ -48,6 +50,7 @@ _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-widt
 _SCROLL_BOX = ("<div class='chat-transcript' style='display:flex;flex-direction:column-reverse;"
                "overflow-y:auto;max-height:360px;border:1px solid #ddd;padding:4px'>"
                "<div>{messages}</div></div>")
+RELOAD_COMMAND = "/reload"  # typed in the box: continue from the stored conversation (the Reload button)
 PANES = ("Turns kept", "Dropped by trimming", "Summary / profile", "Facts")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # Enter in the box, or a pasted one
 
@@ -121,8 +124,14 @@ def _store_closed(session: Any) -> bool:
 
 
 def _describe(err: BaseException) -> str:
-    """An error as one line: a failed save's own message ("Not saved: ..."), else its type and message."""
+    """An error as one line: a failed save's own message ("Not saved: ..."), else its type and message.
+
+    A save refused because another writer saved first says how to continue from its turns in this window."""
     text = str(err)
+    if text.startswith("Not saved:") and isinstance(err.__cause__, SessionConflictError) \
+            and "reload()" in text:
+        return text.split(" - call reload()")[0] + (f" - press Reload (or type {RELOAD_COMMAND} and Enter) "
+                                                    "to continue from them, then try again")
     return text if text.startswith("Not saved:") else f"{type(err).__name__}: {text}"
 
 
@@ -170,19 +179,22 @@ class ChatUI:
         self._clicks_read = self._toggle_reports = 0  # clicks on Send read from the box, and the toggle's own
         self.undo_button = widgets.Button(description="Undo", tooltip="forget the newest turn")
         self.reset_button = widgets.Button(description="Reset", tooltip="forget the whole conversation")
+        self.reload_button = widgets.Button(description="Reload", tooltip="continue from the stored conversation "
+                                            "(after another window or writer saved it)")
         self.status = widgets.HTML()
         self.panes = {name: widgets.HTML() for name in PANES}
         self.memory = widgets.Accordion(children=list(self.panes.values()), titles=PANES)
         self.send_button.on_click(lambda _: self._guarded(self.send))
         self.undo_button.on_click(lambda _: self._guarded(self.undo))
         self.reset_button.on_click(lambda _: self._guarded(self.reset))
+        self.reload_button.on_click(lambda _: self._guarded(self.reload))
         self.entry.reader = self._on_browser_update  # Enter (a line break) and Send, in typing order
         self.entry.observe(self._on_entry_value, "value")  # the same for a value set by code
         self.send_button.observe(self._on_send_toggled, "value")
         self.entry.on_msg(self._on_entry_message)  # a "submit" message (what a Text box sends on Enter)
         self.widget = widgets.VBox([
             self.transcript,
-            widgets.HBox([self.entry, self.send_button, self.undo_button, self.reset_button]),
+            widgets.HBox([self.entry, self.send_button, self.undo_button, self.reset_button, self.reload_button]),
             self.status, self.memory])
         self.refresh()
 
@@ -199,6 +211,9 @@ class ChatUI:
         if from_box:
             self._taken = self.entry.value  # all of it is sent now (a late update may still repeat it)
             self._set_box("")
+        if text.lower() == RELOAD_COMMAND:  # typed in the box: the same as the Reload button
+            self.reload()
+            return None
         try:
             if self.stream:
                 pieces: list[str] = []
@@ -253,6 +268,28 @@ class ChatUI:
         self.last_error = None
         self.refresh()
         self.status.value = "Conversation reset."
+        return True
+
+    def reload(self) -> bool:
+        """Continue from the stored conversation (another window or writer saved it); False when it failed.
+
+        What this window had not saved is dropped: it is what a save refused. A session that cannot
+        reload (a plain ChatSession, not saved anywhere) says so."""
+        if self._refuse_if_closed():
+            return False
+        reload = getattr(self.session, "reload", None)
+        if reload is None:
+            self.last_error = "This window's session is not saved anywhere, so there is nothing to reload."
+            self.status.value = html.escape(self.last_error)
+            return False
+        try:
+            reload()
+        except Exception as err:  # a button's callback has nowhere to show a traceback: say it in the window
+            self._show_error("Not reloaded - ", err)
+            return False
+        self.last_error = None
+        self.refresh()
+        self.status.value = html.escape(f"Reloaded: {len(_inner(self.session).turns)} turns, as stored.")
         return True
 
     def _on_entry_message(self, _widget: Any, content: dict, _buffers: list) -> None:
