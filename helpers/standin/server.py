@@ -242,10 +242,15 @@ def _reply(body: dict) -> tuple[dict, dict]:
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
     finish = "tool_calls" if calls else "stop"
     if max_tokens and not calls and completion_tokens > max_tokens:
-        words = message["content"].split(" ")
-        while words and tokens.count_text(" ".join(words)) > max_tokens:
-            words.pop()
-        message["content"], finish = " ".join(words), "length"
+        # the longest run of first words within max_tokens: a token never spans the space between two words, so
+        # the words' counts add up, and one pass finds it (linear in the reply, however much is cut)
+        kept, total = 0, 0
+        for word in message["content"].split(" "):
+            cost = tokens.count_text(word)
+            if total + cost > max_tokens:
+                break
+            kept, total = kept + 1, total + cost
+        message["content"], finish = " ".join(message["content"].split(" ")[:kept]), "length"
         completion_tokens = tokens.count_text(message["content"])
     stop = body.get("stop")
     stops = [s for s in ([stop] if isinstance(stop, str) else stop or []) if s]
