@@ -276,3 +276,16 @@ def test_the_chat_window_reloads_after_a_conflict_and_says_how(tmp_path, how):
     assert ui.send("When is the library open?")
     assert [t.question for t in store.load("ada", "window").turns][-1] == "When is the library open?"
     store.close()
+
+
+def test_pinned_facts_that_are_not_texts_are_a_store_error_naming_the_session(tmp_path):
+    db = tmp_path / "campus.db"
+    assistant_turns(db, LOCKER)
+    with sqlite3.connect(db) as conn:
+        (header,) = conn.execute("SELECT header FROM sessions").fetchone()
+        header = json.loads(header)
+        header["memory"]["keep"] = [1]
+        conn.execute("UPDATE sessions SET header = ?", (json.dumps(header),))
+    conn.close()
+    with pytest.raises(SessionStoreError, match="ada/main.*pinned facts"):
+        open_assistant(None, "ada", "main", db=db).ask("What's my locker number?")

@@ -330,7 +330,10 @@ class MemoryAssembler:
             raise ValueError(f"the memory's summary is a {type(state['summary']).__name__}, not a dict")
         self.summary = RollingSummary.from_dict(state.get("summary"))
         self.pending = [(int(i), list(m)) for i, m in state.get("pending", [])]
-        self.keep = list(state.get("keep", self.keep))
+        keep = state.get("keep", self.keep)
+        if not isinstance(keep, list) or not all(isinstance(fact, str) for fact in keep):
+            raise ValueError(f"the memory's pinned facts are {keep!r:.40}, not a list of texts")
+        self.keep = list(keep)
         recall, profile = state.get("recall"), state.get("profile")
         if "turns" in state:  # each turn's part back into the recall index's and the profile's own states
             recall, profile = _split_turns(state["turns"], recall, profile)
