@@ -340,28 +340,55 @@ class TerminalChat:
         """Say truthfully what is stored, and how to come back.
 
         "Saved." only when no change failed since the last save and the store, read back now, holds
-        exactly what this copy holds.
+        exactly what this copy holds; "Saved:" with a note when it holds every turn of this copy and
+        another writer has continued the session since.
         """
         resume = f" Resume with: {self.resume}" if self.resume else ""
         if self.unsaved:
             self.write("Not saved: the last change could not be saved (see the error above); the stored "
                        f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
-        elif self.session.revision == 0 and not self.session.session.turns:
+            return 0
+        if self.session.revision == 0 and not self.session.session.turns:
             self.write("Nothing to save yet (no turns).")
-        elif self.stored_as_shown():
+            return 0
+        found, stored = self.what_is_stored()
+        if found == "same":
             self.write(f"Saved.{resume}")
+        elif found == "continued":
+            mine, theirs = len(self.session.session.turns), len(stored.state.get("turns", []))
+            self.write(f"Saved: all {mine} turn{'' if mine == 1 else 's'} of this chat are stored. Another writer "
+                       f"has continued the session since (revision {stored.info.revision}, {theirs} "
+                       f"turn{'' if theirs == 1 else 's'}); resume to see its turns.{resume}")
         else:
-            self.write("Not saved: the store does not hold this conversation as shown here; the stored "
+            changed = " (another writer changed it since)" if found == "changed" else ""
+            self.write(f"Not saved: the store does not hold this conversation as shown here{changed}; the stored "
                        f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
         return 0
 
-    def stored_as_shown(self) -> bool:
-        """True when the store, read back, holds exactly this copy's conversation."""
+    def what_is_stored(self) -> tuple[str, Any]:
+        """How the stored session compares with this copy, and the stored session (None if unreadable).
+
+        ``same``: exactly this copy's conversation. ``continued``: another writer saved after this copy and
+        the store still holds every turn of it. ``changed``: another writer saved after it and a turn of
+        this copy is gone or different. ``different``: the store holds something else at this copy's revision
+        (a change made here was not saved). ``unreadable``: not stored, or the store cannot be read.
+        """
         try:
             stored = self.session.store.load_state(self.session.user_id, self.session.session_id)
-            return stored.state == self.session.session.snapshot()
+            mine = self.session.session.snapshot()
         except Exception:  # not stored, or the store cannot be read: no save to claim
-            return False
+            return "unreadable", None
+        if stored.state == mine:
+            return "same", stored
+        if stored.info.revision <= self.session.revision:
+            return "different", stored
+        kept = stored.state.get("turns", [])
+        everything_kept = isinstance(kept, list) and all(turn in kept for turn in mine.get("turns", []))
+        return ("continued" if everything_kept else "changed"), stored
+
+    def stored_as_shown(self) -> bool:
+        """True when the store, read back, holds exactly this copy's conversation."""
+        return self.what_is_stored()[0] == "same"
 
 
 def run_chat(args: argparse.Namespace) -> int:
