@@ -15,9 +15,11 @@ of ``Candidate``:
   ``RuleExtractor(DELIVERY)`` runs the same rules).
 
 Provenance: a user turn is source ``chat:<user_id>`` (kind ``user``), an assistant turn is
-``assistant:<user_id>`` (kind ``assistant``); the version is the turn's ``seq``, a number that
-only grows for this user (a message counter or a millisecond timestamp), so a retried event has
-the same version and a later statement a higher one.
+``assistant:<user_id>`` (kind ``assistant``); the version is a number that only grows per user and
+source, so a retried event has the same version and a later statement a higher one. ``ingest_turn``
+reserves it from the fact store (``FactMemory.reserve_version``: higher than any the source has recorded,
+in any session or process) unless the caller passes ``seq``, its own such number for an event it may
+retry (never a per-session turn counter, which starts again at 1 in a new session or kernel).
 
 Switches: ``save_user_messages_to_memory=True`` and ``save_ai_messages_to_memory=False`` by default:
 raw assistant messages are not written; if enabled they become ``assistant`` proposals, which the
@@ -200,14 +202,23 @@ class IngestReport:
     queued: list["Future[FactDecision]"]
 
 
-def ingest_turn(memory: FactMemory, turn: Mapping[str, Any], *, user_id: str, seq: int,
+def ingest_turn(memory: FactMemory, turn: Mapping[str, Any], *, user_id: str, seq: int | None = None,
                 background: BackgroundWriter | None = None, **options: Any) -> IngestReport:
     """Extract a turn; corrections (and everything, without ``background``) are committed before returning.
+
+    The candidates' version is ``seq`` when given (the caller's own ever-growing number for this event: the
+    same on a retry), else one reserved from ``memory`` for this turn (see the module).
 
     With a ``PersistentSession``, call it once the turn is saved - as ``ChatUI(on_turn=...)`` does (it
     runs only after the save) - so a turn that was refused ("Not saved") writes no facts.
     """
-    extraction = extract_candidates(turn, user_id=user_id, seq=seq, **options)
+    extraction = extract_candidates(turn, user_id=user_id, seq=0 if seq is None else seq, **options)
+    if seq is None and extraction.candidates:
+        versions: dict[str, int] = {}
+        for candidate in extraction.candidates:
+            if candidate.source_id not in versions:
+                versions[candidate.source_id] = memory.reserve_version(user_id, candidate.source_id)
+            candidate.source_version = versions[candidate.source_id]
     queued = [c for c in extraction.candidates if background is not None and not c.explicit_correction]
     now_items = [c for c in extraction.candidates if all(c is not q for q in queued)]
     written = memory.write_many(now_items) if now_items else []

@@ -2,7 +2,8 @@
 
 An **extractor** reads one turn - what the user said, and what the assistant replied (context only) -
 and returns ``Candidate`` s for the fact store (``helpers.facts.writer.FactMemory``), with provenance:
-source ``chat:<user_id>``, kind ``user``, version the turn id. What it looks for is an **attribute
+source ``chat:<user_id>``, kind ``user``, version the turn id (``write_turn`` raises it above what the
+source has recorded: ``FactMemory.reserve_version``). What it looks for is an **attribute
 set**, one per domain: the attributes (``AttributeSpec``), the offline rules that find them, and whether
 the list is closed or open. Two domains use it:
 
@@ -301,9 +302,22 @@ class MultiExtractor:
 
 
 def write_turn(memory: Any, extractor: Extractor, turn_id: int, user_text: str,
-               assistant_text: str = "") -> list[FactDecision]:
+               assistant_text: str = "", *, version: int | None = None) -> list[FactDecision]:
     """Extract one turn and write its candidates to ``memory`` (a ``FactMemory``): one transaction, each
-    decision audited. An open domain's new attributes are defined first."""
+    decision audited. An open domain's new attributes are defined first.
+
+    The candidates' version is ``version`` when given (writing a turn again with the version it had is a
+    replay, a ``noop``); else one reserved per source from ``memory`` (``reserve_version``: the turn id, or
+    higher when the source already recorded that much), so a turn of a new session always counts."""
     candidates = extractor.extract(turn_id, user_text, assistant_text)
+    reserved: dict[tuple[str, str], int] = {}
+    for candidate in candidates:
+        where = (candidate.user_id, candidate.source_id)
+        if version is not None:
+            candidate.source_version = version
+        elif hasattr(memory, "reserve_version"):
+            if where not in reserved:
+                reserved[where] = memory.reserve_version(*where, at_least=max(int(turn_id), 0))
+            candidate.source_version = reserved[where]
     extractor.define(memory, candidates)
     return memory.write_many(candidates) if candidates else []
