@@ -3,7 +3,10 @@
 The profile keeps no facts of its own. After each turn, ``ProfileMemory.update`` finds what
 *the user* stated about themselves and writes each statement to a ``FactMemory``
 (``helpers.facts.writer``, lesson 10) as a ``Candidate`` from source ``chat:<user_id>``
-whose version is the turn id. The fact store decides, and audits, what happens:
+whose version is reserved from the fact store for its turn (``FactMemory.reserve_version``: the turn id,
+or higher when the source already recorded that much in any session, branch or process) and kept with the
+statement, so a replay of the turn is a ``noop`` and a later statement always outranks an earlier one.
+The fact store decides, and audits, what happens:
 
 - a new attribute is an ``insert``; the same value again is a ``noop`` that refreshes its
   date (a restatement makes a fact fresh again);
@@ -11,7 +14,8 @@ whose version is the turn id. The fact store decides, and audits, what happens:
   marked superseded by the new one;
 - a value another source (a tool, a form, another channel) still backs is a ``conflict``,
   held for review and shown as unsettled;
-- an older turn never overrides a newer one (its version is lower: a ``noop``).
+- an older turn never overrides a newer one (its version is lower: a ``noop``); a rejected statement
+  (too long to store, say) is audited once and counts as recorded, so a restart does not repeat it.
 
 Attributes are open-ended: "my locker number is 4471" becomes attribute ``locker number``.
 The statements come from one of two extractors of the fact pipeline (``helpers.facts.pipeline``) on
@@ -20,7 +24,9 @@ offline stand-in) or ``model`` (a strict JSON request; a reply of the wrong shap
 and logged); ``extractor=`` also takes any pipeline ``Extractor`` (another attribute set, or several).
 
 Either way a value must be the user's own words: whole words (case-insensitive, any script) of a
-statement in the user's message, so nothing the assistant said becomes a user fact, "Cal" is not
+statement in the user's message, in the role its attribute needs (``unsupported``: not a piece of a longer
+name, a name only after a naming cue, and an extractor's evidence the user's own sentence), so nothing
+the assistant said becomes a user fact, "Cal" is not
 taken from "calculus", and a question is never a statement of fact ("Can you call me Cal?" names
 nobody). ``lines()`` shows each current fact with the turn and date it was last stated; facts
 older than ``stale_after`` are "possibly outdated", and a corrected fact names the value it
