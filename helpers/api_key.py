@@ -2,7 +2,7 @@
 
 Where it comes from (``find_api_key``): a key typed into ``helpers.config.ask_for_key()`` earlier in this
 process, then ``NVIDIA_API_KEY`` in the environment, then a Colab secret of that name, then a ``.env`` file
-(searched upward from the working directory). Nothing prompts unless asked (``prompt=True``).
+(the user's own, in the working directory or the project root: ``helpers.dotenv_file``). Nothing prompts unless asked (``prompt=True``).
 
 What it may look like (``check_key_format``): one line of visible ASCII characters. Anything else is a
 ``ConfigError`` naming the variable, its source and the character's position, never the key.
@@ -186,7 +186,7 @@ def _key_from_colab() -> str | None:
 
 
 def _key_from_dotenv(path: str | None = None) -> str | None:
-    """The key from a .env file (searched upward from the working directory), if any."""
+    """The key from the user's own .env file (working directory, else project root; ``helpers.dotenv_file``)."""
     return read_dotenv(path).get(KEY_NAME)
 
 

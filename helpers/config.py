@@ -15,8 +15,9 @@ the workshop runs offline, so "Run All" never stops at a question. To type a key
 that is not https on nvidia.com is a ``ConfigError``; an ``openai-compatible`` server elsewhere gets its own
 key (``WORKSHOP_API_KEY``, else ``OPENAI_API_KEY``) or a placeholder. The key itself is never printed.
 
-Every setting documented in ``.env.example`` may also come from ``.env`` (``helpers.dotenv_file``); a real
-environment variable wins over the file. ``load_settings`` copies the file's non-secret settings into
+Every setting documented in ``.env.example`` may also come from ``.env`` (``helpers.dotenv_file``: the
+working directory's or the project root's, and only the user's own file); a real environment variable wins
+over the file. ``load_settings`` copies the file's non-secret settings into
 ``os.environ`` (only those not set there already) so every module sees them; keys stay in the file.
 """
 from __future__ import annotations
