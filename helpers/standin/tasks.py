@@ -9,6 +9,14 @@ and write -- task markers, request sections, quoted turns, fact lines, summary l
 attribute list and reply -- are those of ``helpers/context_format.py``, and the fact extractor's rules those
 of ``helpers/profile_rules.py``:
 the same functions the memory layer writes and reads them with, so the stand-in imports nothing of it.
+Sections are read only by ``read_sections`` / ``read_judge_request`` (a body's header-like lines come
+escaped and are read back as written, so no body starts a section of its own).
+
+**Linear work.** Every rule reads its request in time linear in its size: a message is split into
+sentences once, the summary's word limit keeps a running count, and the fact extractor lists at most
+``MAX_FACTS`` facts (20, the reader's own ``MAX_REPLY_FACTS``); a message stating more gets
+``{"refusal": "the offline fact extractor lists at most 20 facts ..."}``, which the reader rejects with
+that text.
 
 **The memory rule** (questions about the user, rule 1b). It is a rule, not a model. It reads
 meaning with the local embedding model and ordinary normalising code (``helpers/standin/meaning.py``),
