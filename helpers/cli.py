@@ -108,8 +108,8 @@ def prepare_db(db: str) -> Database:
     if blocker is not None:
         raise SessionStoreError(f"cannot use --db {db}: {blocker} is a file, not a folder; pass a path "
                                 "inside a folder")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # a folder made here holds conversations: only this user may enter it
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as err:
         why = _system_refusal(err)
         raise SessionStoreError(f"cannot create the folder {path.parent} for --db {db} ({why}); create it "

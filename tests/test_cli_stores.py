@@ -2,6 +2,7 @@
 import hashlib
 import json
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -24,7 +25,7 @@ def digest(path):
 
 
 def tables(path):
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
@@ -35,9 +36,10 @@ def refused_file(tmp_path):
     store = SQLiteSessionStore(path)
     PersistentSession.open(store, "learner", "main").chat(CLUB)
     store.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:  # closed, so its write is checkpointed into the file now
         header = json.loads(conn.execute("SELECT header FROM sessions").fetchone()[0])
         conn.execute("UPDATE sessions SET header = ?", (json.dumps({**header, "version": 99}),))
+        conn.commit()
     return path
 
 
@@ -101,3 +103,11 @@ def test_quit_says_not_saved_when_another_writer_took_this_chats_turn_away(tmp_p
     shown = quit_lines(mine, db)
     assert shown[-1].startswith("Not saved") and "another writer" in shown[-1]
     store.close()
+
+
+def test_a_db_folder_the_chat_creates_is_the_users_alone(tmp_path, monkeypatch):
+    folder = tmp_path / "data" / "agent-memory-workshop"
+    monkeypatch.setattr("builtins.input", lambda prompt: "/quit")
+    monkeypatch.chdir(tmp_path)
+    assert main(["chat", "--db", str(folder / "sessions.db")]) == 0
+    assert folder.stat().st_mode & 0o077 == 0  # other users cannot list or read the conversations
