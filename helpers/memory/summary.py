@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from helpers.client import chat, get_settings
 from helpers.errors import ConfigError, WorkshopError, WorkshopWarning
-from helpers.context_format import (EMPTY_MESSAGE, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
+from helpers.context_format import (EMPTY_MESSAGE, escape_body, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
                                     read_pinned_line, safe_lines, write_pinned_line, write_summary_header,
                                     write_turn_line)  # the formats' owner (SUMMARY_HEADER: re-exported)
 from helpers.text import shorten
@@ -47,12 +47,14 @@ SUMMARISER_PROMPT = (
 def summary_request(previous: str, turn_lines: Sequence[str], keep: Sequence[str], max_words: int,
                     missing: Sequence[str] = (), draft: str = "") -> list[dict]:
     """The summariser's request: its instructions, the previous summary, the facts to keep, the turns."""
-    lines = [f"WORD LIMIT: {max_words}", "PREVIOUS SUMMARY:", previous or "(none)"]
-    lines += ["KEEP:"] + [f"- {fact}" for fact in keep]
+    # Bodies are escaped (a line of a summary or a turn that reads as a header stays in its section) and
+    # each fact is one line, so nothing the user or a model wrote can open a section of its own.
+    lines = [f"WORD LIMIT: {max_words}", "PREVIOUS SUMMARY:", escape_body(previous or "(none)")]
+    lines += ["KEEP:"] + [f"- {one_line(fact)}" for fact in keep]
     if missing:  # a second attempt: show the draft and name what it left out
-        lines += ["DRAFT:", draft, "MISSING (your draft left these out; include each word for word):"]
-        lines += [f"- {fact}" for fact in missing]
-    lines += ["TURNS:"] + list(turn_lines)
+        lines += ["DRAFT:", escape_body(draft), "MISSING (your draft left these out; include each word for word):"]
+        lines += [f"- {one_line(fact)}" for fact in missing]
+    lines += ["TURNS:"] + [escape_body(line) for line in turn_lines]
     return [{"role": "system", "content": SUMMARISER_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
