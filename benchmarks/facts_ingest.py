@@ -39,10 +39,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.facts import store as facts_store  # noqa: E402
+from helpers.facts import fact_store as facts_store  # noqa: E402
 from helpers.facts.background import BackgroundWriter  # noqa: E402
 from helpers.facts.writer import DEFAULT_ATTRIBUTES, Candidate, FactMemory  # noqa: E402
-from helpers.facts.store import SQLiteFactStore  # noqa: E402
+from helpers.facts.fact_store import SQLiteFactStore  # noqa: E402
 
 FIRST, REPLAYS, PARAPHRASES, CORRECTIONS = 11_800, 6_000, 2_000, 200
 TARGET = 25_000  # statements/s the writer should reach: the day of 20,000 in under a second

@@ -1,4 +1,4 @@
-"""Benchmark: many users at once through the one assistant on PostgreSQL, and nothing lost (helpers/assistant.py).
+"""Benchmark: many users at once through the one assistant on PostgreSQL, and nothing lost (helpers/app/assistant.py).
 
     python benchmarks/load_assistant.py [--users 20] [--turns 50] [--processes 4] [--dsn postgresql://...]
 
@@ -73,9 +73,9 @@ class TurnResult:
 def _user_thread(index: int, turns: int, seed: int, dsn: str, schema: str, restart_every: int,
                  out: dict, errors: list) -> None:
     """One user's whole conversation, restarts included (runs in a thread of a worker process)."""
-    from helpers.assistant import open_assistant
-    from helpers.client import make_client
-    from helpers.config import load_settings
+    from helpers.app.assistant import open_assistant
+    from helpers.llm.client import make_client
+    from helpers.llm.config import load_settings
 
     user = user_name(index)
     try:
@@ -106,11 +106,11 @@ def worker(indexes: list[int], turns: int, seed: int, dsn: str, schema: str, res
     out: dict[str, list[TurnResult]] = {}
     errors: list[str] = []
     try:  # one turn in memory only: the embedding model, the knowledge base and the tools load now, not timed
-        from helpers.client import make_client
-        from helpers.config import load_settings
-        from helpers.guardrails import check_scope
+        from helpers.llm.client import make_client
+        from helpers.llm.config import load_settings
+        from helpers.retrieval.guardrails import check_scope
         from helpers.memory.assembler import MemoryAssembler
-        from helpers.session import ChatSession
+        from helpers.chat.chat_session import ChatSession
 
         settings = load_settings("offline")
         client = make_client(settings)
@@ -154,8 +154,8 @@ class LoadRun:
 def run(dsn: str, *, users: int = 20, turns: int = 50, processes: int = 4, schema: str = "load_assistant",
         seed: int = 2026, restart_every: int = 25, fresh: bool = True) -> LoadRun:
     """Run the load (see the module) and check what PostgreSQL holds afterwards."""
-    from helpers.assistant import open_stores
-    from helpers.postgres import drop_schema
+    from helpers.app.assistant import open_stores
+    from helpers.core.postgres import drop_schema
 
     if fresh:
         drop_schema(dsn, schema)
@@ -192,7 +192,7 @@ def check(dsn: str, schema: str, users: dict[str, list[TurnResult]]) -> list[str
     import psycopg
     from psycopg import sql
 
-    from helpers.assistant import open_stores
+    from helpers.app.assistant import open_stores
     from helpers.memory.profile import ProfileMemory
 
     problems: list[str] = []

@@ -5,7 +5,7 @@ tools against the offline stand-in, on conversations from ``helpers.memory.convg
 seeds (corrections, restatements, repeated and paraphrased probes, long assistant replies, tool
 calls) plus the earlier scripted conversation as one case. Every request the session sends
 goes through a recording transport, so the hybrid's numbers are those of the exact request
-bodies, tool schemas included, counted with ``helpers.tokens`` (the stand-in's own count).
+bodies, tool schemas included, counted with ``helpers.core.tokens`` (the stand-in's own count).
 The measuring code is ``helpers.memory.evaluation``, so a notebook can run it on a seed of its own.
 
 For comparison, at the same point of the same conversation, each other strategy's first request

@@ -21,12 +21,12 @@ of them alike); a ratio is taken within each round, and the table shows the medi
 with the spread (min-max). Times are wall-clock (``time.perf_counter``: PostgreSQL works in another
 process), with the garbage collector paused while a turn is timed.
 
-The assistant (``helpers.assistant.open_assistant``: guardrails, summary, recall with stored vectors, a
+The assistant (``helpers.app.assistant.open_assistant``: guardrails, summary, recall with stored vectors, a
 profile over the fact store, facts written after each save) is measured by asking it ``--assistant-turns``
 real questions (default 3,000: a seeded ``convgen`` conversation of statements, corrections and campus
 questions), on SQLite and PostgreSQL: one assistant asked ``near`` questions and one asked
 ``--assistant-turns``, then both ask the same campus question per round, in turn (as above). Its memory state is a shared part plus one part
-per turn (``helpers.session_memory.TurnPartedMemory``), so a save writes the new turn's part, not the
+per turn (``helpers.chat.memory_protocol.TurnPartedMemory``), so a save writes the new turn's part, not the
 whole memory.
 
 Targets: a save at turn 10,000 within 2x of a save at turn 50; a whole saved turn under 2x an unsaved
@@ -51,10 +51,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("WORKSHOP_BACKEND", "offline")
 os.environ.setdefault("WORKSHOP_NO_PROMPT", "1")
 
-from helpers.config import load_settings  # noqa: E402
-from helpers.session import ChatSession  # noqa: E402
+from helpers.llm.config import load_settings  # noqa: E402
+from helpers.chat.chat_session import ChatSession  # noqa: E402
 from helpers.sessions.persistent import PersistentSession  # noqa: E402
-from helpers.sessions.store import SQLiteSessionStore  # noqa: E402
+from helpers.sessions.session_store import SQLiteSessionStore  # noqa: E402
 from helpers.standin.server import make_offline_client  # noqa: E402
 
 QUESTIONS = ["When does the AI club meet?", "How many days until that?", "Where can I print a poster?",
@@ -122,7 +122,7 @@ def pg_dsn(given: str | None) -> tuple[str | None, str]:
 
         psycopg.connect(dsn, connect_timeout=3).close()
     except Exception as err:  # noqa: BLE001 - any reason is reported, and the SQLite rows still run
-        from helpers.dsn import redact_dsn
+        from helpers.core.dsn import redact_dsn
 
         return None, f"the server does not answer ({redact_dsn(str(err).strip().splitlines()[0], dsn)})"
     return dsn, ""
@@ -140,7 +140,7 @@ def ratio(values: list[float]) -> str:
 def assistant_at(db: str, session_id: str, turns: int, schema: str | None = None):
     """An assistant that has been asked ``turns`` questions of a seeded conversation (statements, corrections,
     campus questions), with its saves timed from now on: (assistant, save times, the conversation)."""
-    from helpers.assistant import open_assistant
+    from helpers.app.assistant import open_assistant
     from helpers.memory.convgen import generate
 
     client, settings = make_offline_client(), load_settings("offline")
@@ -193,8 +193,8 @@ def main() -> None:
     stores.append(("SQLite", SQLiteSessionStore(Path(folder.name) / "sessions.db")))
     dsn, why = pg_dsn(args.dsn)
     if dsn:
-        from helpers.postgres import drop_schema
-        from helpers.sessions.postgres import PostgresSessionStore
+        from helpers.core.postgres import drop_schema
+        from helpers.sessions.session_store_pg import PostgresSessionStore
 
         drop_schema(dsn, SCHEMA)
         stores.append(("PostgreSQL", PostgresSessionStore(dsn, schema=SCHEMA)))

@@ -43,11 +43,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.config import load_settings  # noqa: E402
+from helpers.llm.config import load_settings  # noqa: E402
 from helpers.memory.assembler import MemoryAssembler  # noqa: E402
 from helpers.memory.recall_index import RecallIndex  # noqa: E402
-from helpers.session import ChatSession  # noqa: E402
-from helpers.sessions.store import SQLiteSessionStore  # noqa: E402
+from helpers.chat.chat_session import ChatSession  # noqa: E402
+from helpers.sessions.session_store import SQLiteSessionStore  # noqa: E402
 from helpers.standin.server import make_offline_client  # noqa: E402
 
 DIM = 384  # all-MiniLM-L6-v2
@@ -173,8 +173,8 @@ def main() -> None:
     folder = tempfile.TemporaryDirectory()
     stores.append(("SQLite", SQLiteSessionStore(Path(folder.name) / "sessions.db")))
     if args.dsn:
-        from helpers.postgres import drop_schema
-        from helpers.sessions.postgres import PostgresSessionStore
+        from helpers.core.postgres import drop_schema
+        from helpers.sessions.session_store_pg import PostgresSessionStore
 
         drop_schema(args.dsn, "bench_recall_restore")
         stores.append(("PostgreSQL", PostgresSessionStore(args.dsn, schema="bench_recall_restore")))

@@ -1,7 +1,7 @@
 """Retrieval quality and embedding speed on the campus knowledge base.
 
 Prints recall@k, MRR and how many unanswerable questions correctly got no hits,
-a threshold sweep (to choose DEFAULT_THRESHOLDS in helpers/knowledge.py), and
+a threshold sweep (to choose DEFAULT_THRESHOLDS in helpers/retrieval/knowledge.py), and
 cold/warm embedding times. Always runs the local MiniLM model, directly and
 through the offline stand-in client; also runs NVIDIA NIM when NVIDIA_API_KEY is set.
 
@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from helpers.embeddings import LOCAL_MODEL_NAME, local_embed  # noqa: E402
-from helpers.knowledge import KnowledgeBase  # noqa: E402
-from helpers.knowledge_eval import evaluate, load_eval_questions  # noqa: E402
-from helpers.knowledge_files import load_knowledge_base  # noqa: E402
+from helpers.retrieval.embeddings import LOCAL_MODEL_NAME, local_embed  # noqa: E402
+from helpers.retrieval.knowledge import KnowledgeBase  # noqa: E402
+from helpers.retrieval.knowledge_eval import evaluate, load_eval_questions  # noqa: E402
+from helpers.retrieval.knowledge_files import load_knowledge_base  # noqa: E402
 
 NIM_EMBEDDING_MODEL = "nvidia/nv-embedqa-e5-v5"
 
@@ -107,7 +107,7 @@ def main() -> None:
         if os.environ.get("NVIDIA_API_KEY"):
             import openai
 
-            from helpers.config import NIM_BASE_URL
+            from helpers.llm.config import NIM_BASE_URL
 
             print(f"\n-- NVIDIA NIM {NIM_EMBEDDING_MODEL}")
             client = openai.OpenAI(api_key=os.environ["NVIDIA_API_KEY"], base_url=NIM_BASE_URL)

@@ -17,7 +17,7 @@ names its rule:
   none it replaced), "I don't know" (``DONT_KNOW``) for a fact never stated, or campus search for a
   campus question asked in the first person.
 - **scope** -- a request and its category (``campus``, ``off_topic``, ``unsafe``), asked with the
-  scope classifier's prompt from ``helpers.guardrails``.
+  scope classifier's prompt from ``helpers.retrieval.guardrails``.
 - **grounding** -- passages, an answer and the verdict (``supported`` / ``unsupported``), asked with
   the grounding judge's prompt.
 - **length** -- a system prompt and a greeting; expected ``one`` sentence or ``more`` than one.
@@ -45,11 +45,11 @@ os.environ.setdefault("WORKSHOP_BACKEND", "offline")
 os.environ.setdefault("WORKSHOP_NOW", "2026-11-30T10:00:00-08:00")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from helpers.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT  # noqa: E402
+from helpers.retrieval.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT  # noqa: E402
 from helpers.standin.meaning import sentences  # noqa: E402
 from helpers.standin.policy import decide  # noqa: E402
 from helpers.standin.tasks import DONT_KNOW  # noqa: E402
-from helpers.tools import tool_schemas  # noqa: E402
+from helpers.agent.tools import tool_schemas  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
@@ -125,11 +125,11 @@ def evaluate(cases: list[dict]) -> dict[str, dict]:
 
 def memory_run(seeds: list[int], turns: int = 200, facts: int = 20, show: bool = False) -> tuple[int, int]:
     """Replay generated conversations with the hybrid memory; (answers naming the current value, probes)."""
-    from helpers.config import load_settings
+    from helpers.llm.config import load_settings
     from helpers.memory.assembler import MemoryAssembler
     from helpers.memory.convgen import generate, scripted
     from helpers.memory.evaluation import BUDGET, WINDOW, RecordingTransport
-    from helpers.session import ChatSession
+    from helpers.chat.chat_session import ChatSession
 
     named = total = 0
     for conversation in [scripted(turns)] + [generate(seed, turns, facts) for seed in seeds]:

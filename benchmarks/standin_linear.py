@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.context_format import write_turn_line  # noqa: E402
+from helpers.core.context_format import write_turn_line  # noqa: E402
 from helpers.memory.profile_extraction import CAMPUS  # noqa: E402  (the request the memory layer sends)
 from helpers.memory.summary import SUMMARISER_PROMPT, summary_request  # noqa: E402
 from helpers.standin.server import _reply  # noqa: E402

@@ -5,7 +5,7 @@ parallel calls) and measures, in the same run, repeated over several runs:
 
   langchain_core.messages.trim_messages(list, max_tokens=B, strategy="last",
       start_on="human", include_system=True)                 on the 10,000-turn and the 100-turn list
-  helpers.history.trim_to_budget(list, B)      the readable function notebook 07 builds, same two lists:
+  helpers.chat.history.trim_to_budget(list, B)      the readable function notebook 07 builds, same two lists:
       it walks back from the newest message and hands the turns to keep_newest
   what ChatSession(max_tokens=B) runs per turn, through its own methods: Window.trimmed (keep_newest
       over the costs of the turns it kept, which it already knows, so it reads no message), the
@@ -39,11 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.history import starts_turn, system_end, trim_to_budget  # noqa: E402
-from helpers.ledger import UsageLedger  # noqa: E402
-from helpers.session import ChatSession  # noqa: E402
-from helpers.tokens import approx_tokens  # noqa: E402
-from helpers.validity import find_problems  # noqa: E402
+from helpers.chat.history import starts_turn, system_end, trim_to_budget  # noqa: E402
+from helpers.chat.ledger import UsageLedger  # noqa: E402
+from helpers.chat.chat_session import ChatSession  # noqa: E402
+from helpers.core.tokens import approx_tokens  # noqa: E402
+from helpers.chat.validity import find_problems  # noqa: E402
 
 TOOLS = ["room_lookup", "course_search", "library_hours", "shuttle_times", "dining_menu"]
 WORDS = ("Larkspur quad library shuttle Hale room seminar Birch lab open closed noon evening free booked "

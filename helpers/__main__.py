@@ -1,4 +1,4 @@
-"""``python -m helpers chat``: the terminal chat (see ``helpers.cli``)."""
-from helpers.cli import main
+"""``python -m helpers chat``: the terminal chat (see ``helpers.app.terminal_chat``)."""
+from helpers.app.terminal_chat import main
 
 raise SystemExit(main())

@@ -10,7 +10,7 @@ FROZEN_NOW = workshop_env.FROZEN_NOW
 @pytest.fixture(autouse=True)
 def _fresh_default_client():
     """Each test starts with no shared client, so environment changes take effect."""
-    from helpers import client
+    from helpers.llm import client
 
     client.reset_default()
     yield

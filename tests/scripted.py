@@ -9,9 +9,9 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletionMessage
 
-from helpers.config import load_settings
+from helpers.llm.config import load_settings
 from helpers.standin.server import _check_chat_request, _RequestError, _error_response
-from helpers import tokens
+from helpers.core import tokens
 
 
 def tool_call(name, arguments, cid):

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from helpers.agent_turn import run_agent
-from helpers.client import EndpointError
-from helpers.validity import find_problems
-from helpers.tools import REGISTRY, Tool, function_schema
+from helpers.agent.turn import run_agent
+from helpers.llm.client import EndpointError
+from helpers.chat.validity import find_problems
+from helpers.agent.tools import REGISTRY, Tool, function_schema
 
 from scripted import ScriptedServer, tool_call
 
@@ -124,7 +124,7 @@ def test_orphan_from_a_broken_history_is_a_real_400():
 
 
 def test_streamed_turn_matches_the_plain_turn():
-    from helpers.agent_turn import agent_turn
+    from helpers.agent.turn import agent_turn
 
     question = "When does the AI club meet, and how many days is that from now?"
     plain = run_agent(question)
@@ -149,7 +149,7 @@ def test_an_empty_model_reply_is_asked_again_in_words():
 
 
 def test_a_reply_empty_twice_is_not_kept_in_the_history():
-    from helpers.agent_turn import EMPTY_REPLY
+    from helpers.agent.turn import EMPTY_REPLY
 
     server = ScriptedServer([{}, {"content": ""}, {"content": "fine"}])
     history = []
@@ -201,7 +201,7 @@ def test_an_injected_instruction_in_a_tool_result_cannot_reach_other_tools():
 
 @pytest.mark.parametrize("max_steps", [0, -1, 2.5, "3", None, True])
 def test_max_steps_must_be_a_positive_whole_number(max_steps):
-    from helpers.errors import ConfigError
+    from helpers.core.errors import ConfigError
 
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     server = ScriptedServer([answer("never sent")])
@@ -254,8 +254,8 @@ def streaming_client(*responses):
 
 
 def streamed(question, history, client):
-    from helpers.agent_turn import agent_turn
-    from helpers.config import load_settings
+    from helpers.agent.turn import agent_turn
+    from helpers.llm.config import load_settings
 
     turn = agent_turn(question, history, stream=True, client=client, settings=load_settings("offline"))
     pieces = []
@@ -290,8 +290,8 @@ def test_streamed_tool_call_fragments_outside_the_offer_are_refused():
     second = sse(chunk({"content": "No."}), chunk(finish="stop"))
     client = streaming_client(httpx2.Response(200, headers=SSE, content=first),
                               httpx2.Response(200, headers=SSE, content=second))
-    from helpers.agent_turn import agent_turn
-    from helpers.config import load_settings
+    from helpers.agent.turn import agent_turn
+    from helpers.llm.config import load_settings
 
     turn = agent_turn("q", [], stream=True, client=client, settings=load_settings("offline"),
                       tools=["days_until_weekday"], registry=registry)
@@ -331,7 +331,7 @@ def _garbage():
 
 @pytest.mark.parametrize("case", range(len(_garbage())))
 def test_a_streamed_200_that_is_not_a_completion_stream_raises_and_rolls_back(case):
-    from helpers.client import ResponseFormatError
+    from helpers.llm.client import ResponseFormatError
 
     response, expected = _garbage()[case]
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
@@ -345,7 +345,7 @@ def test_a_streamed_200_that_is_not_a_completion_stream_raises_and_rolls_back(ca
 
 def test_garbage_after_a_tool_step_rolls_the_whole_turn_back():
     import httpx2
-    from helpers.client import ResponseFormatError
+    from helpers.llm.client import ResponseFormatError
 
     call = {"name": "days_until_weekday", "arguments": '{"weekday": "Thu"}'}
     first = sse(chunk({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": call}]}),
@@ -360,9 +360,9 @@ def test_garbage_after_a_tool_step_rolls_the_whole_turn_back():
 
 def test_a_key_echoed_inside_a_broken_stream_is_hidden():
     import httpx2
-    from helpers.agent_turn import agent_turn
-    from helpers.client import ResponseFormatError
-    from helpers.config import load_settings
+    from helpers.agent.turn import agent_turn
+    from helpers.llm.client import ResponseFormatError
+    from helpers.llm.config import load_settings
 
     key = "sk-local-0123456789abcdef"
     settings = load_settings("openai-compatible", base_url="http://fake.test/v1", chat_model="m", api_key=key)
@@ -391,8 +391,8 @@ def test_deeply_nested_arguments_from_the_model_do_not_break_the_loop(capsys):
 ])
 def test_a_reply_with_unusable_tool_calls_is_a_format_error_and_rolls_back(tool_calls, expected):
     import httpx2
-    from helpers.client import ResponseFormatError
-    from helpers.config import load_settings
+    from helpers.llm.client import ResponseFormatError
+    from helpers.llm.config import load_settings
 
     message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
     body = dict(COMPLETION, choices=[{"index": 0, "message": message, "finish_reason": "tool_calls"}])
@@ -405,7 +405,7 @@ def test_a_reply_with_unusable_tool_calls_is_a_format_error_and_rolls_back(tool_
 
 def test_a_streamed_tool_call_without_an_id_is_a_format_error():
     import httpx2
-    from helpers.client import ResponseFormatError
+    from helpers.llm.client import ResponseFormatError
 
     call = {"index": 0, "type": "function", "function": {"name": "get_current_time", "arguments": "{}"}}
     body = sse(chunk({"tool_calls": [call]}), chunk(finish="tool_calls"))
@@ -418,7 +418,7 @@ def test_a_streamed_tool_call_without_an_id_is_a_format_error():
 # ---------------------------------------------------------------- agent_loop: the loop notebook 06 builds
 
 def test_agent_loop_runs_two_tools_in_sequence_and_returns_the_answer():
-    from helpers.agent import DEFAULT_SYSTEM_PROMPT, agent_loop
+    from helpers.agent.loop import DEFAULT_SYSTEM_PROMPT, agent_loop
 
     messages = [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT}]
     answer = agent_loop("When does the AI club meet, and how many days is that from now?", messages)
@@ -429,7 +429,7 @@ def test_agent_loop_runs_two_tools_in_sequence_and_returns_the_answer():
 
 
 def test_agent_loop_answers_every_parallel_call_in_order():
-    from helpers.agent import agent_loop
+    from helpers.agent.loop import agent_loop
 
     server = ScriptedServer([calls(("days_until_weekday", {"weekday": "Tue"}, "a"),
                                    ("days_until_weekday", {"weekday": "Thu"}, "b")), answer("done")])
@@ -440,7 +440,7 @@ def test_agent_loop_answers_every_parallel_call_in_order():
 
 
 def test_agent_loop_stops_at_the_step_limit_with_a_valid_list():
-    from helpers.agent import agent_loop
+    from helpers.agent.loop import agent_loop
 
     server = ScriptedServer([calls(("get_current_time", {}, f"c{i}")) for i in range(2)])
     messages = []
@@ -450,7 +450,7 @@ def test_agent_loop_stops_at_the_step_limit_with_a_valid_list():
 
 
 def test_agent_loop_runs_only_the_tools_it_offered():
-    from helpers.agent import agent_loop
+    from helpers.agent.loop import agent_loop
 
     registry, ran = _spy_registry()
     server = ScriptedServer([calls(("forget_everything", {}, "evil")), answer("no")])
@@ -471,6 +471,6 @@ def test_notebook_06_checks_pass_on_a_wednesday_and_a_thursday_evening(now, monk
     namespace = {}
     exec(nb06.exercise_2.solution_code, namespace)  # noqa: S102 - the package's own solution
     assert nb06.exercise_2.check(namespace["smallest_max_steps"])
-    from helpers.tools import days_until_weekday
+    from helpers.agent.tools import days_until_weekday
 
     assert days_until_weekday("Thursday", "18:00")["days"] != 3  # the clock really moved off Monday

@@ -6,19 +6,19 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
 
-from helpers import tokens
-from helpers.client import EndpointError
-from helpers.config import load_settings
-from helpers.errors import EmptyMessageError
-from helpers.history import split_turns
+from helpers.core import tokens
+from helpers.llm.client import EndpointError
+from helpers.llm.config import load_settings
+from helpers.core.errors import EmptyMessageError
+from helpers.chat.history import split_turns
 from helpers.memory.assembler import MemoryAssembler, assemble_context, mark_superseded
 from helpers.memory.budget import ContextBudgetError, Shares, relevant_first
 from helpers.memory.recall import Recalled, quote_turn
 from helpers.memory.recall_index import RecallIndex, RecallWarning
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
 from helpers.standin.server import make_offline_client
-from helpers.session import ChatSession
-from helpers.validity import find_problems
+from helpers.chat.chat_session import ChatSession
+from helpers.chat.validity import find_problems
 
 from scripted import ScriptedServer, tool_call
 

@@ -1,4 +1,4 @@
-"""One assistant for every front end (helpers/assistant.py): the terminal across restarts, /memory and /facts,
+"""One assistant for every front end (helpers/app/assistant.py): the terminal across restarts, /memory and /facts,
 the chat window, an audit that holds decisions and no replays, and many users at once on PostgreSQL."""
 import dataclasses
 import json
@@ -9,18 +9,18 @@ import httpx2
 import openai
 import pytest
 
-from helpers.assistant import (TAKEN_BACK, answered, audit_lines, checked, memory_report, open_assistant,
+from helpers.app.assistant import (TAKEN_BACK, answered, audit_lines, checked, memory_report, open_assistant,
                                refused, streamed)
-from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
-from helpers.errors import EmptyMessageError
+from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
+from helpers.core.errors import EmptyMessageError
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
-from helpers.guardrails import FALLBACK, REFUSAL
+from helpers.retrieval.guardrails import FALLBACK, REFUSAL
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.profile import ProfileMemory
-from helpers.session import ChatSession
-from helpers.sessions.store import SessionSaveError, SessionStoreError, SQLiteSessionStore
+from helpers.chat.chat_session import ChatSession
+from helpers.sessions.session_store import SessionSaveError, SessionStoreError, SQLiteSessionStore
 from helpers.standin.server import handle
-from helpers.ui import ChatUI
+from helpers.app.chat_window import ChatUI
 
 from test_cli import chat_in_process
 from test_postgres import pg_dsn, scratch_schema
@@ -387,7 +387,7 @@ def test_many_users_at_once_from_several_processes_lose_nothing(tmp_path):
     assert result.turns_per_second > 0 and 0 < result.percentile(50) <= result.percentile(95)
 
     # the checks find what they look for: a replayed statement, and a turn that is missing
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     facts = FactMemory(PostgresFactStore(dsn, schema=schema))
     try:

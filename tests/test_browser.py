@@ -419,8 +419,8 @@ def test_chat_window_sends_exactly_what_was_typed_however_fast(browser, jupyter)
     without waiting for answers: each question typed while the one before is being answered."""
     context, console = browser
     notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": "chat", "metadata": {},
-                           "outputs": [], "source": ["from helpers.session import ChatSession\n",
-                                                     "from helpers.ui import ChatUI\n",
+                           "outputs": [], "source": ["from helpers.chat.chat_session import ChatSession\n",
+                                                     "from helpers.app.chat_window import ChatUI\n",
                                                      "ChatUI(ChatSession())"]}],
                 "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
                 "nbformat": 4, "nbformat_minor": 5}

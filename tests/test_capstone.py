@@ -367,7 +367,7 @@ def test_every_generated_conversation_holds_the_traps():
 def test_the_assistants_own_step_passes_the_check():
     from exercise_support import quiet_check
 
-    from helpers.assistant import streamed
+    from helpers.app.assistant import streamed
 
     passed, said = quiet_check(nb12.exercise_4, streamed)
     assert passed, said

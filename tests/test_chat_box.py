@@ -7,10 +7,10 @@ the method every update from the browser goes through, to pin down each case.
 """
 import pytest
 
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
-from helpers.ui import ChatBox, ChatUI, SendButton
+from helpers.sessions.session_store import SQLiteSessionStore
+from helpers.app.chat_window import ChatBox, ChatUI, SendButton
 
 CLUB, UNTIL, POSTER = "When does the AI club meet?", "How many days until that?", "Where can I print a poster?"
 

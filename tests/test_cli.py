@@ -7,9 +7,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from helpers.cli import build_parser, default_db_path, main, resume_command
+from helpers.app.terminal_chat import build_parser, default_db_path, main, resume_command
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
+from helpers.sessions.session_store import SessionStoreError, SQLiteSessionStore
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "you> "

@@ -6,12 +6,12 @@ from contextlib import closing
 
 import pytest
 
-from helpers.assistant import open_assistant
-from helpers.cli import TerminalChat, main
-from helpers.config import load_settings
-from helpers.errors import WorkshopError
+from helpers.app.assistant import open_assistant
+from helpers.app.terminal_chat import TerminalChat, main
+from helpers.llm.config import load_settings
+from helpers.core.errors import WorkshopError
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 from scripted import ScriptedServer
 

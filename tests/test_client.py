@@ -5,10 +5,10 @@ import httpx2
 import openai
 import pytest
 
-from helpers import config
-from helpers.client import EndpointError, ResponseFormatError, chat, explain, make_client
-from helpers.config import NIM_BASE_URL, Settings, load_settings
-from helpers.errors import ConfigError
+from helpers.llm import config
+from helpers.llm.client import EndpointError, ResponseFormatError, chat, explain, make_client
+from helpers.llm.config import NIM_BASE_URL, Settings, load_settings
+from helpers.core.errors import ConfigError
 
 FAKE_KEY = "nvapi-" + "k" * 24
 

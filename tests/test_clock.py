@@ -1,6 +1,6 @@
 import pytest
 
-from helpers import clock
+from helpers.core import clock
 
 
 def test_frozen_clock_honours_environment(monkeypatch):

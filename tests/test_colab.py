@@ -127,7 +127,7 @@ def test_notebook_runs_in_a_colab_like_environment_and_leaves_its_packages_alone
                     f"print({{n: m.version(n) for n in {sorted(COLAB_PREINSTALLED)!r}}})")
     assert versions.strip() == str({n: COLAB_PREINSTALLED[n] for n in sorted(COLAB_PREINSTALLED)})
     # The chat window builds on Colab's ipywidgets 7 too.
-    _run(python, "-c", "from helpers.session import ChatSession; from helpers.ui import ChatUI; "
+    _run(python, "-c", "from helpers.chat.chat_session import ChatSession; from helpers.app.chat_window import ChatUI; "
          "ui = ChatUI(ChatSession()); ui.send('Where is the library?'); assert ui.transcript_text()",
          env=env, cwd=str(tmp_path))
     # Installed from git, data files come from the package (notebook 12 generates conversations from them).

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.compat: per-server request fixes (pure, fast)."""
+"""Unit tests for helpers.llm.compat: per-server request fixes (pure, fast)."""
 from __future__ import annotations
 
 import json
@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.compat import (
+from helpers.llm.compat import (
     LLAMA_CPP, NIM, OFFLINE, OPENAI_COMPATIBLE, PROFILES, ServerProfile, get_profile, prepare_request,
     profile_for,
 )
-from helpers.message_format import CompatError
+from helpers.llm.message_format import CompatError
 
 from scripted import tool_call_message
 
@@ -250,13 +250,13 @@ def test_custom_profile_can_drop_a_parameter():
     assert "seed" not in prepare_request(base_request(seed=1), profile=custom)
 
 
-# ---------------------------------------------------------------- check_endpoint (helpers.endpoint)
+# ---------------------------------------------------------------- check_endpoint (helpers.llm.endpoint)
 # Kept here because the file list for this work has no tests/test_endpoint.py; they need no server.
 
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 
-from helpers.endpoint import EndpointStatus, check_endpoint  # noqa: E402
+from helpers.llm.endpoint import EndpointStatus, check_endpoint  # noqa: E402
 
 SECRET = "sk-test-0123456789abcdef"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import api_key, config, dotenv_file
-from helpers.api_key import KEY_NAME, check_key_destination, find_api_key
-from helpers.config import OTHER_KEY_NAMES, Settings, load_settings
-from helpers.errors import ConfigError
+from helpers.llm import api_key, config, dotenv_file
+from helpers.llm.api_key import KEY_NAME, check_key_destination, find_api_key
+from helpers.llm.config import OTHER_KEY_NAMES, Settings, load_settings
+from helpers.core.errors import ConfigError
 
 FAKE_KEY = "nvapi-" + "x" * 20
 SECRET = "nvapi-Q7rT9zLm4Kp2Wx8Vb3NcHd6F"  # looks like a real key, so leaks are easy to search for
@@ -413,7 +413,7 @@ def a_person_at_the_keyboard(clean_env, monkeypatch):
 
 
 def test_no_key_never_prompts_even_when_someone_could_answer(a_person_at_the_keyboard):
-    from helpers.client import get_client, get_settings
+    from helpers.llm.client import get_client, get_settings
 
     assert load_settings().backend == "offline"
     get_client(quiet=True)
@@ -428,7 +428,7 @@ def test_prompt_only_when_asked_for(a_person_at_the_keyboard):
 
 
 def test_ask_for_key_uses_the_typed_key_from_then_on(a_person_at_the_keyboard, capsys):
-    from helpers.client import get_settings
+    from helpers.llm.client import get_settings
 
     assert get_settings().backend == "offline"
     config.ask_for_key()
@@ -453,7 +453,7 @@ def test_ask_for_key_refuses_a_malformed_answer(a_person_at_the_keyboard, monkey
 
 
 def test_terminal_chat_defaults_come_from_dotenv(clean_env, monkeypatch):
-    from helpers import cli
+    from helpers.app import terminal_chat as cli
 
     (clean_env / ".env").write_text("WORKSHOP_USER=ada\nWORKSHOP_SESSION_DB=from-dotenv.db\n")
     seen = []
@@ -479,17 +479,17 @@ def test_a_keyword_replaces_a_bad_environment_number(clean_env, monkeypatch):
 
 # ---------------------------------------------------------------- Settings is the one place for settings
 
-SETTINGS_MODULES = {"helpers/config.py", "helpers/dotenv_file.py", "helpers/api_key.py"}  # they build Settings
+SETTINGS_MODULES = {"helpers/llm/config.py", "helpers/llm/dotenv_file.py", "helpers/llm/api_key.py"}  # they build Settings
 # (file, variable): why that module reads the environment itself instead of taking it from Settings.
 ENVIRONMENT_READS = {
-    ("helpers/clock.py", "WORKSHOP_NOW"): "the frozen clock is read on every call: tools ask for the time with no "
+    ("helpers/core/clock.py", "WORKSHOP_NOW"): "the frozen clock is read on every call: tools ask for the time with no "
                                           "settings in reach, and a test that sets it must move the clock at once",
-    ("helpers/knowledge.py", "WORKSHOP_CACHE_DIR"): "a local knowledge base (client=None) is built without settings",
-    ("helpers/embeddings.py", "TQDM_DISABLE"): "tqdm's own switch for progress bars, not a workshop setting",
-    ("helpers/cli.py", "WORKSHOP_SESSION_DB"): "the terminal chat's default --db, before any settings are loaded",
-    ("helpers/cli.py", "XDG_DATA_HOME"): "where the desktop keeps user data: the default --db's folder",
-    ("helpers/cli.py", "WORKSHOP_USER"): "the terminal chat's default --user",
-    ("helpers/cli.py", "WORKSHOP_BACKEND"): "the terminal chat defaults to offline unless a backend is named",
+    ("helpers/retrieval/knowledge.py", "WORKSHOP_CACHE_DIR"): "a local knowledge base (client=None) is built without settings",
+    ("helpers/retrieval/embeddings.py", "TQDM_DISABLE"): "tqdm's own switch for progress bars, not a workshop setting",
+    ("helpers/app/terminal_chat.py", "WORKSHOP_SESSION_DB"): "the terminal chat's default --db, before any settings are loaded",
+    ("helpers/app/terminal_chat.py", "XDG_DATA_HOME"): "where the desktop keeps user data: the default --db's folder",
+    ("helpers/app/terminal_chat.py", "WORKSHOP_USER"): "the terminal chat's default --user",
+    ("helpers/app/terminal_chat.py", "WORKSHOP_BACKEND"): "the terminal chat defaults to offline unless a backend is named",
 }
 
 
@@ -498,7 +498,7 @@ def environment_reads():
     import ast
     import importlib
 
-    helpers_dir = Path(config.__file__).resolve().parent
+    helpers_dir = Path(config.__file__).resolve().parents[1]
     found = []
     for path in sorted(helpers_dir.rglob("*.py")):
         relative = str(path.relative_to(helpers_dir.parent))
@@ -532,7 +532,7 @@ def environment_reads():
 
 def test_only_the_settings_modules_read_the_environment():
     unexpected = sorted({read for read in environment_reads() if read not in ENVIRONMENT_READS}, key=str)
-    assert not unexpected, ("read these through Settings (helpers.config.load_settings / get_settings), "
+    assert not unexpected, ("read these through Settings (helpers.llm.config.load_settings / get_settings), "
                             f"or list them in ENVIRONMENT_READS with the reason: {unexpected}")
 
 
@@ -543,7 +543,7 @@ def test_every_listed_environment_read_is_still_there():
 def test_the_summary_model_and_server_profile_come_from_settings(clean_env, monkeypatch):
     from types import SimpleNamespace
 
-    from helpers.compat import LLAMA_CPP, profile_for
+    from helpers.llm.compat import LLAMA_CPP, profile_for
     from helpers.memory.summary import summary_model
 
     monkeypatch.setenv("WORKSHOP_SUMMARY_MODEL", "meta/small")

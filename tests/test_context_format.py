@@ -1,4 +1,4 @@
-"""Each text format of ``helpers.context_format`` read back from what its writer wrote: ``read(write(x)) == x``.
+"""Each text format of ``helpers.core.context_format`` read back from what its writer wrote: ``read(write(x)) == x``.
 
 Values are generated (hypothesis), control characters and every line break included. The writers make each
 value one line (``one_line``: a line break is shown as ``\\n``), and a quoted value's own double quotes
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import context_format as cf
-from helpers.context_format import (FactLine, Passage, Quote, SupersededNote, one_line, quote_text,
+from helpers.core import context_format as cf
+from helpers.core.context_format import (FactLine, Passage, Quote, SupersededNote, one_line, quote_text,
                                     safe_lines)
 from helpers.facts.prompt import facts_message, format_facts
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
-from helpers.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT, check_grounding
-from helpers.knowledge import Hit, format_context
+from helpers.retrieval.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT, check_grounding
+from helpers.retrieval.knowledge import Hit, format_context
 from helpers.memory.assembler import _one_line_fact, mark_superseded
 from helpers.memory.profile import ProfileFact, ProfileMemory
 from helpers.facts.extract import DELIVERY
@@ -102,7 +102,7 @@ def test_a_task_is_read_from_its_intro_whatever_follows(task, rest):
 
 
 def test_every_task_prompt_names_its_task_and_an_ordinary_prompt_none():
-    from helpers.agent import DEFAULT_SYSTEM_PROMPT
+    from helpers.agent.loop import DEFAULT_SYSTEM_PROMPT
 
     assert cf.read_task(GROUNDING_PROMPT) == cf.GROUNDING_JUDGE  # notebook 03's literal text
     assert cf.read_task(SCOPE_PROMPT) == cf.SCOPE_CLASSIFIER

@@ -5,9 +5,10 @@ import warnings
 
 import pytest
 
-from helpers import api_key, cli, dotenv_file
-from helpers.config import load_settings
-from helpers.dotenv_file import DotenvWarning, read_dotenv
+from helpers.llm import api_key, dotenv_file
+from helpers.app import terminal_chat as cli
+from helpers.llm.config import load_settings
+from helpers.llm.dotenv_file import DotenvWarning, read_dotenv
 
 OTHER_UID = 65534  # nobody
 EVIL_URL = "http://attacker.example:8080/v1"

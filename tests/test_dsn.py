@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers.assistant import open_assistant, open_stores
-from helpers.cli import main, resume_command
-from helpers.config import load_settings
-from helpers.dsn import parse_database
-from helpers.errors import ConfigError
-from helpers.sessions.store import SessionStoreError
+from helpers.app.assistant import open_assistant, open_stores
+from helpers.app.terminal_chat import main, resume_command
+from helpers.llm.config import load_settings
+from helpers.core.dsn import parse_database
+from helpers.core.errors import ConfigError
+from helpers.sessions.session_store import SessionStoreError
 
 from test_postgres import pg_dsn, scratch_schema
 
@@ -96,7 +96,7 @@ def test_a_string_that_looks_like_a_dsn_but_is_not_one_is_refused_before_anythin
 def test_a_password_in_a_url_that_holds_a_quote_is_hidden_too():
     dsn = "postgresql://ada:pa'ss\"word@127.0.0.1:1/campus"
     assert "pa'ss" not in parse_database(dsn).shown()
-    from helpers.dsn import redact_dsn
+    from helpers.core.dsn import redact_dsn
     assert "pa'ss" not in redact_dsn(f'could not connect: "{dsn}"', dsn)
 
 
@@ -134,7 +134,7 @@ def test_a_key_value_dsn_stores_the_chat_in_postgresql_and_memory_says_so(tmp_pa
     stored_line = next(line for line in out.splitlines() if line.startswith("stored: "))
     assert "PostgreSQL database" in stored_line and base["host"] in stored_line and schema in stored_line
     assert "SQLite" not in out and base.get("password", PASSWORD) not in out
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
     store = PostgresSessionStore(pg_dsn(), schema=schema)
     try:
         assert [t.question for t in store.load("ada", "main").turns] == ["When does the AI club meet?"]

@@ -9,8 +9,8 @@ import numpy as np
 import openai
 import pytest
 
-from helpers import embeddings
-from helpers.embeddings import (EMBEDDING_DIM, LOCAL_MODEL_NAME, MAX_SEQ_LENGTH, EmbeddingError,
+from helpers.retrieval import embeddings
+from helpers.retrieval.embeddings import (EMBEDDING_DIM, LOCAL_MODEL_NAME, MAX_SEQ_LENGTH, EmbeddingError,
                                 EmbeddingTruncationWarning, embed_texts, local_embed, local_token_count)
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -150,7 +150,7 @@ def test_progress_bar_appears_only_for_many_texts(capsys, monkeypatch):
 
 
 def test_runtime_never_imports_torch():
-    code = ("import sys, helpers.embeddings as e, helpers.knowledge; e.local_embed(['hello']); "
+    code = ("import sys, helpers.retrieval.embeddings as e, helpers.retrieval.knowledge; e.local_embed(['hello']); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])

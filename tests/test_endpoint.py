@@ -2,7 +2,7 @@ import httpx2
 import openai
 import pytest
 
-from helpers.endpoint import check_endpoint, wait_until_ready
+from helpers.llm.endpoint import check_endpoint, wait_until_ready
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model"}]}
 PAGE = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>proxy</body></html>"
@@ -87,7 +87,7 @@ def test_notebook_04_settings_check_tries_a_configured_key_and_restores_the_envi
     assert nb04.exercise_1.check(solution["vllm_settings"])
 
     def automatic(base_url, model):  # right without a key; with one, leaves the choice to the key
-        from helpers.config import load_settings
+        from helpers.llm.config import load_settings
         return load_settings("openai-compatible" if "NVIDIA_API_KEY" not in os.environ else None,
                              base_url=base_url, chat_model=model)
 
@@ -118,8 +118,8 @@ def test_notebook_04_hosted_nim_cell_counts_a_key_from_dotenv(tmp_path, monkeypa
     import json as _json
     from pathlib import Path
 
-    from helpers.api_key import find_api_key
-    from helpers.config import load_settings
+    from helpers.llm.api_key import find_api_key
+    from helpers.llm.config import load_settings
 
     notebook = Path(__file__).resolve().parents[1] / "notebooks/04_portability.ipynb"
     cells = _json.loads(notebook.read_text())["cells"]

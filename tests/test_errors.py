@@ -1,5 +1,5 @@
 """One exception base: every error and warning the package defines derives from WorkshopError / WorkshopWarning,
-is listed in helpers/errors.py's tree, and the same mistake raises the same class everywhere."""
+is listed in helpers/core/errors.py's tree, and the same mistake raises the same class everywhere."""
 import ast
 import builtins
 import importlib
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import errors
-from helpers.errors import EmptyMessageError, WorkshopError, WorkshopWarning
+from helpers.core import errors
+from helpers.core.errors import EmptyMessageError, WorkshopError, WorkshopWarning
 
-OPTIONAL = {"helpers.facts.postgres", "helpers.sessions.postgres", "helpers.postgres"}  # need psycopg
+OPTIONAL = {"helpers.facts.fact_store_pg", "helpers.sessions.session_store_pg", "helpers.core.postgres"}  # need psycopg
 
 
 def defined_classes():
@@ -41,7 +41,7 @@ def test_every_public_error_and_warning_shares_the_base(name):
 
 @pytest.mark.parametrize("name", sorted(set(CLASSES) - PRIVATE))
 def test_every_class_is_in_the_one_list(name):
-    assert re.search(rf"\b{name}\b", errors.__doc__), f"{name} is missing from helpers/errors.py's tree"
+    assert re.search(rf"\b{name}\b", errors.__doc__), f"{name} is missing from helpers/core/errors.py's tree"
 
 
 def test_the_listed_kind_matches_the_class():
@@ -57,7 +57,7 @@ def test_the_listed_kind_matches_the_class():
 
 def test_an_empty_question_is_the_same_error_in_the_session_and_the_assembler():
     from helpers.memory.assembler import assemble_context
-    from helpers.session import ChatSession
+    from helpers.chat.chat_session import ChatSession
 
     with pytest.raises(EmptyMessageError):
         ChatSession().chat("   ")
@@ -66,8 +66,8 @@ def test_an_empty_question_is_the_same_error_in_the_session_and_the_assembler():
 
 
 def test_an_unknown_tool_name_is_a_workshop_error_naming_it_and_the_known_tools():
-    from helpers.session import ChatSession
-    from helpers.tools import REGISTRY, UnknownToolError
+    from helpers.chat.chat_session import ChatSession
+    from helpers.agent.tools import REGISTRY, UnknownToolError
 
     with pytest.raises(UnknownToolError) as caught:
         ChatSession(tools=["typo"])
@@ -88,11 +88,11 @@ ALLOWED_RAISES = {
     ("helpers/__main__.py", "", "SystemExit"): "how a script exits with main()'s status",
     ("helpers/sessions/persistent.py", "PersistentSession.__getattr__", "AttributeError"):
         "the __getattr__ protocol: hasattr(), getattr(x, name, default) and copy rely on AttributeError",
-    ("helpers/sessions/base.py", "SessionStoreBase.close", "NotImplementedError"): "abstract: each backend has it",
-    ("helpers/sessions/base.py", "SessionStoreBase.load_state", "NotImplementedError"): "abstract: each backend has it",
-    ("helpers/sessions/base.py", "SessionStoreBase._transaction_for", "NotImplementedError"):
+    ("helpers/sessions/store_sql.py", "SessionStoreBase.close", "NotImplementedError"): "abstract: each backend has it",
+    ("helpers/sessions/store_sql.py", "SessionStoreBase.load_state", "NotImplementedError"): "abstract: each backend has it",
+    ("helpers/sessions/store_sql.py", "SessionStoreBase._transaction_for", "NotImplementedError"):
         "abstract: each backend has it",
-    ("helpers/client.py", "TimeoutNotRetried.send", "openai.APITimeoutError"):
+    ("helpers/llm/client.py", "TimeoutNotRetried.send", "openai.APITimeoutError"):
         "the openai client's protocol: only its own timeout error is reported as a timeout, unretried",
 }
 
@@ -125,7 +125,7 @@ def raises():
 def test_no_built_in_exception_is_raised_on_purpose():
     bare = [f"{file}: {scope or '<module>'} raises {name}" for file, scope, name, _ in raises()
             if name in BUILTIN_ERRORS and (file, scope, name) not in ALLOWED_RAISES]
-    assert not bare, "raise a WorkshopError subclass (see helpers/errors.py) instead:\n" + "\n".join(bare)
+    assert not bare, "raise a WorkshopError subclass (see helpers/core/errors.py) instead:\n" + "\n".join(bare)
 
 
 def test_every_class_raised_on_purpose_is_a_workshop_error():

@@ -7,7 +7,7 @@ import pytest
 from exercise_support import run
 from scripted import ScriptedServer
 
-from helpers.config import load_settings
+from helpers.llm.config import load_settings
 from helpers.exercises import nb01, nb02, nb03
 
 EXERCISES = [nb01.exercise_1, nb01.exercise_2, nb02.exercise_1, nb02.exercise_2, nb03.exercise_1, nb03.exercise_2]
@@ -273,7 +273,7 @@ def test_a_scope_judge_that_agrees_with_a_right_answer_passes_it(weak_server):
 
 
 def test_an_unreachable_judge_is_named_and_not_blamed_on_the_model(monkeypatch):
-    from helpers.guardrails import GroundingVerdict
+    from helpers.retrieval.guardrails import GroundingVerdict
     failed = "fail-closed: grounding check failed (Cannot reach http://127.0.0.1:9/v1.)"
     monkeypatch.setattr(nb03, "check_grounding", lambda *a, **k: GroundingVerdict(False, failed))
     passed, printed = run(nb03.exercise_1, nb03.exercise_1.solution_code)

@@ -42,7 +42,7 @@ VLLM_WRONG = {
         "    return load_settings(base_url=base_url, chat_model=model)",
         "vllm_settings changed WORKSHOP_BACKEND in os.environ"),
     "the NVIDIA key handed to the server": (
-        "import os\nfrom helpers.config import Settings\n"
+        "import os\nfrom helpers.llm.config import Settings\n"
         "def vllm_settings(base_url, model):\n"
         "    return Settings(backend='openai-compatible', base_url=base_url, chat_model=model,\n"
         "                    embedding_model='local/all-minilm-l6-v2', api_key=os.environ.get('NVIDIA_API_KEY'))",
@@ -56,7 +56,7 @@ VLLM_WRONG = {
 VLLM_RIGHT = {
     "by keyword": "def vllm_settings(base_url, model):\n"
                   "    return load_settings(backend='openai-compatible', chat_model=model, base_url=base_url)",
-    "Settings by hand": "from helpers.config import Settings\n"
+    "Settings by hand": "from helpers.llm.config import Settings\n"
                         "def vllm_settings(base_url, model):\n"
                         "    return Settings(backend='openai-compatible', base_url=base_url, chat_model=model,\n"
                         "                    embedding_model='local/all-minilm-l6-v2')",
@@ -239,7 +239,7 @@ TOOLS_WRONG = {
                         "finds when the club meets, but nothing counts the days to it"),
     "the search and the clock": ('my_tools = ["search_campus_info", "get_current_time"]',
                                  "finds when the club meets, but nothing counts the days to it"),
-    "every tool": ("from helpers.tools import REGISTRY\nmy_tools = list(REGISTRY)",
+    "every tool": ("from helpers.agent.tools import REGISTRY\nmy_tools = list(REGISTRY)",
                    "a smaller set also answers: ['search_campus_info', 'days_until_weekday']"),
     "one tool too many": ('my_tools = ["search_campus_info", "days_until_weekday", "next_campus_event"]',
                           "a smaller set also answers"),

@@ -4,8 +4,8 @@ import pytest
 from exercise_support import defined, quiet_check, run
 
 from helpers.exercises.nb07 import CLEARED, exercise_1, exercise_2, generated_history, reference_clear
-from helpers.history import split_turns, turns_newest_first
-from helpers.validity import find_problems
+from helpers.chat.history import split_turns, turns_newest_first
+from helpers.chat.validity import find_problems
 
 
 @pytest.mark.parametrize("now", ["2026-11-30T10:00:00-08:00", "2026-12-02T23:30:00-08:00",

@@ -4,7 +4,7 @@ the day or on the backend the notebook uses."""
 import pytest
 from exercise_support import defined, quiet_check, run
 
-from helpers import client as client_module
+from helpers.llm import client as client_module
 from helpers.exercises.nb09 import (SHARES, exercise_1, exercise_2, follow_correction, generated_splits,
                                     reference_split)
 

@@ -4,7 +4,7 @@ independently written right answer passes, and no verdict depends on the day or 
 import pytest
 from exercise_support import defined, quiet_check, run
 
-from helpers import client as client_module
+from helpers.llm import client as client_module
 from helpers.exercises.nb10 import (SCENARIOS, exercise_1, exercise_2, exercise_3, generated_histories,
                                     gift_lists, said_phrases)
 from helpers.facts.writer import AttributeSpec, decide, normalise_text

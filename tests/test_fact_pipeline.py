@@ -6,7 +6,7 @@ import json
 import pytest
 
 from helpers.facts.extract import DELIVERY, delivery_set, extract_candidates, extract_with_rules, ingest_turn
-from helpers.context_format import (FACT_EXTRACTOR, USER_SAID, read_attributes, read_fact_reply, read_sections,
+from helpers.core.context_format import (FACT_EXTRACTOR, USER_SAID, read_attributes, read_fact_reply, read_sections,
                                     read_task)
 from helpers.facts.pipeline import (Extractor, Found, ModelExtractor, MultiExtractor, ReplyFormatError, RuleExtractor,
                                     extraction_prompt, read_reply, write_turn)

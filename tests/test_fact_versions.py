@@ -15,13 +15,13 @@ import pytest
 from helpers.facts.extract import ingest_turn
 from helpers.facts.pipeline import RuleExtractor, write_turn
 from helpers.facts.schema import Candidate
-from helpers.facts.store import SCHEMA_TABLE, SQLiteFactStore
+from helpers.facts.fact_store import SCHEMA_TABLE, SQLiteFactStore
 from helpers.facts.writer import FactMemory
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.profile_extraction import CAMPUS
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 from scripted import ScriptedServer
 from test_postgres import pg_dsn, scratch_schema
@@ -46,8 +46,8 @@ class Stores:
         if self.backend == "sqlite":
             store, facts = SQLiteSessionStore(self.path), FactMemory.open(str(self.path))
         else:
-            from helpers.facts.postgres import PostgresFactStore
-            from helpers.sessions.postgres import PostgresSessionStore
+            from helpers.facts.fact_store_pg import PostgresFactStore
+            from helpers.sessions.session_store_pg import PostgresSessionStore
 
             store = PostgresSessionStore(self.dsn, schema=self.schema)
             facts = FactMemory(PostgresFactStore(self.dsn, schema=self.schema))

@@ -20,7 +20,7 @@ from helpers.facts.writer import (
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, Candidate, FactMemory, FactResolutionError,
     check_candidate, format_facts, normalise_text,
 )
-from helpers.facts.store import MIGRATIONS, FactStoreError, SQLiteFactStore
+from helpers.facts.fact_store import MIGRATIONS, FactStoreError, SQLiteFactStore
 
 from test_postgres import pg_dsn, pg_fact_store  # noqa: E402  (skips without a server: setup_postgres.sh)
 
@@ -72,10 +72,10 @@ def test_reopening_does_not_reapply_migrations(tmp_path):
 
 
 def test_fact_and_session_stores_share_one_migration_runner(tmp_path, monkeypatch):
-    """Both SQLite stores migrate through helpers.migrations.apply_migrations, each into its own table."""
-    from helpers import migrations
-    from helpers.facts import store as fact_store_module
-    from helpers.sessions import store as session_store_module
+    """Both SQLite stores migrate through helpers.core.migrations.apply_migrations, each into its own table."""
+    from helpers.core import migrations
+    from helpers.facts import fact_store as fact_store_module
+    from helpers.sessions import session_store as session_store_module
 
     seen = []
 
@@ -407,7 +407,7 @@ def test_a_batch_is_decided_in_order_inside_one_transaction(memory):
 def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch):
     if not isinstance(memory.store, SQLiteFactStore):
         pytest.skip("injects a sqlite3 error; tests/test_postgres.py has the PostgreSQL version")
-    from helpers.facts import store as facts_store
+    from helpers.facts import fact_store as facts_store
 
     def broken_save(self, changes):
         original_save(self, changes)
@@ -423,7 +423,7 @@ def test_audit_and_fact_change_commit_together_or_not_at_all(memory, monkeypatch
 
 def test_a_write_after_a_rolled_back_one_decides_from_the_database(tmp_path, monkeypatch):
     """The writer changes loaded rows before saving; after a rollback the next write must see the database."""
-    from helpers.facts import store as facts_store
+    from helpers.facts import fact_store as facts_store
 
     memory = FactMemory.open(str(tmp_path / "f.db"))
     assert memory.write(said("morning", 1)).outcome == "insert"
@@ -906,7 +906,7 @@ def second_store(store):
     """Another store (its own connections) on the same database as ``store``."""
     if isinstance(store, SQLiteFactStore):
         return SQLiteFactStore(store.path)
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     return PostgresFactStore(pg_dsn(), schema=store._conns.schema)
 

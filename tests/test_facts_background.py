@@ -10,7 +10,7 @@ import time
 import pytest
 
 from helpers.facts.background import BackgroundWriter, FactWriteError
-from helpers.facts.store import FactStoreError, SQLiteFactStore
+from helpers.facts.fact_store import FactStoreError, SQLiteFactStore
 from helpers.facts.writer import Candidate, FactMemory
 
 LIMIT = 10.0  # seconds any single step may take before the test fails instead of hanging

@@ -9,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from helpers.facts.store import MIGRATIONS, SESSION_STORE_TABLES, FactStoreError, SQLiteFactStore
+from helpers.facts.fact_store import MIGRATIONS, SESSION_STORE_TABLES, FactStoreError, SQLiteFactStore
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 
 def digest(path):
@@ -78,7 +78,7 @@ def test_a_newer_fact_schema_is_refused_and_left_untouched(tmp_path):
 
 def test_a_newer_schema_written_by_another_process_after_the_first_look_is_still_refused(tmp_path, monkeypatch):
     """The version is checked again under the migration's write lock, so a race cannot slip past it."""
-    from helpers.facts import store as store_module
+    from helpers.facts import fact_store as store_module
 
     db = tmp_path / "facts.db"
     FactMemory.open(str(db)).close()
@@ -138,13 +138,13 @@ def test_opening_a_file_this_process_already_has_open_keeps_its_wal_files(tmp_pa
     import subprocess
     import sys
 
-    from helpers.sessions.store import SQLiteSessionStore
+    from helpers.sessions.session_store import SQLiteSessionStore
 
     path = tmp_path / "campus.db"
     store = SQLiteSessionStore(path)
     facts = FactMemory.open(str(path))
     again = SQLiteSessionStore(path)
-    other = f"from helpers.sessions.store import SQLiteSessionStore\nSQLiteSessionStore({str(path)!r}).close()"
+    other = f"from helpers.sessions.session_store import SQLiteSessionStore\nSQLiteSessionStore({str(path)!r}).close()"
     subprocess.run([sys.executable, "-c", other], check=True)
     assert (tmp_path / "campus.db-wal").exists() and (tmp_path / "campus.db-shm").exists()
     for closing in (again, facts, store):

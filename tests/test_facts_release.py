@@ -11,7 +11,7 @@ import pytest
 
 from helpers.facts.extract import extract_candidates
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.facts.store import SQLiteFactStore
+from helpers.facts.fact_store import SQLiteFactStore
 from test_facts import STORES  # every fact-store backend (PostgreSQL when a server is reachable)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,9 +23,9 @@ from helpers.memory.profile import ProfileMemory, says
 from helpers.memory.profile_extraction import extract_with_rules, stated_parts
 from helpers.memory.recall import Recalled, quote_turn, recall_block
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning, render_turn
-from helpers.memory.summary_format import one_line, safe_lines
-from helpers.session import ChatSession
-from helpers.ui import ChatUI
+from helpers.core.context_format import one_line, safe_lines
+from helpers.chat.chat_session import ChatSession
+from helpers.app.chat_window import ChatUI
 
 from scripted import ScriptedServer
 

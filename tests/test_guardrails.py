@@ -2,9 +2,9 @@ import httpx2
 import openai
 import pytest
 
-from helpers import guardrails
-from helpers.config import load_settings
-from helpers.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
+from helpers.retrieval import guardrails
+from helpers.llm.config import load_settings
+from helpers.retrieval.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
                                 parse_grounding_verdict, parse_scope_verdict)
 from helpers.standin.server import make_offline_client
 
@@ -119,7 +119,7 @@ def test_evidence_is_the_last_turns_tool_results():
 
 @pytest.fixture(scope="module")
 def kb():
-    from helpers.knowledge import KnowledgeBase
+    from helpers.retrieval.knowledge import KnowledgeBase
 
     return KnowledgeBase.load(None)
 

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.validity, helpers.history and the usage ledger: the rules, turns, trimming."""
+"""Unit tests for helpers.chat.validity, helpers.chat.history and the usage ledger: the rules, turns, trimming."""
 from __future__ import annotations
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.history import (
+from helpers.chat.history import (
     HistoryError,
     keep_newest,
     split_turns,
@@ -15,10 +15,10 @@ from helpers.history import (
     trim_to_turns,
     turns_newest_first,
 )
-from helpers.ledger import UsageLedger
-from helpers import tokens as tokens_module
-from helpers.tokens import REPLY_PRIMING, approx_tokens
-from helpers.validity import ORPHAN_PHRASE, find_problems
+from helpers.chat.ledger import UsageLedger
+from helpers.core import tokens as tokens_module
+from helpers.core.tokens import REPLY_PRIMING, approx_tokens
+from helpers.chat.validity import ORPHAN_PHRASE, find_problems
 
 SYSTEM = {"role": "system", "content": "You are the Larkspur University campus assistant."}
 
@@ -319,7 +319,7 @@ def test_content_parts_are_kept_and_checked():
 def test_the_framing_constants_are_defined_once_in_tokens():
     names = {"MESSAGE_OVERHEAD", "REQUEST_OVERHEAD", "REPLY_PRIMING"}
     for module in ("history.py", "ledger.py"):
-        tree = ast.parse((Path(__file__).parents[1] / "helpers" / module).read_text())
+        tree = ast.parse((Path(__file__).parents[1] / "helpers" / "chat" / module).read_text())
         assigned = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
                     if isinstance(t, ast.Name)}
         assert not names & assigned, module
@@ -413,7 +413,7 @@ def test_ledger_starts_over_when_reports_contradict_each_other():
 
 def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
     """Tool schemas make the request overhead large; trimming turn 0 must not lose that exact figure."""
-    from helpers import tokens as server
+    from helpers.core import tokens as server
 
     tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "x " * 80,
                                                "parameters": {"type": "object", "properties": {}}}}
@@ -439,12 +439,12 @@ def test_ledger_keeps_the_overhead_when_the_first_turn_is_dropped():
 
 def test_every_trim_goes_through_keep_newest(monkeypatch):
     """trim_to_turns, trim_to_budget, SimpleSession, a session's window and the assembler's window all call
-    helpers.history.keep_newest: "keep the newest whole turns that fit" is written once."""
-    from helpers import history as history_module
-    from helpers import window as window_module
+    helpers.chat.history.keep_newest: "keep the newest whole turns that fit" is written once."""
+    from helpers.chat import history as history_module
+    from helpers.chat import window as window_module
     from helpers.memory import assembler as assembler_module
-    from helpers.session import SimpleSession
-    from helpers.window import Window
+    from helpers.chat.chat_session import SimpleSession
+    from helpers.chat.window import Window
 
     calls = []
 

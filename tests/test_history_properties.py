@@ -1,8 +1,8 @@
-"""Property tests for helpers.history over generated tool-heavy conversations (about 20,000 cases).
+"""Property tests for helpers.chat.history over generated tool-heavy conversations (about 20,000 cases).
 
 ``keep_newest`` is the one place "keep the newest whole turns that fit" is written: it is checked against
 a brute-force search, and each of its callers -- ``trim_to_turns``/``trim_to_budget``, a session's window
-(``helpers.window``), ``SimpleSession`` and the context assembler's ``fit_window`` -- is checked to keep
+(``helpers.chat.window``), ``SimpleSession`` and the context assembler's ``fit_window`` -- is checked to keep
 what it says over generated conversations and costs."""
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers.history import (
+from helpers.chat.history import (
     keep_newest,
     split_turns,
     trim_to_budget,
     trim_to_turns,
     turns_newest_first,
 )
-from helpers.ledger import UsageLedger
+from helpers.chat.ledger import UsageLedger
 from helpers.memory.assembler import fit_window
-from helpers.session import SimpleSession
-from helpers.tokens import approx_tokens
-from helpers.validity import find_problems
-from helpers.window import Window
+from helpers.chat.chat_session import SimpleSession
+from helpers.core.tokens import approx_tokens
+from helpers.chat.validity import find_problems
+from helpers.chat.window import Window
 
 TOOLS = ["room_lookup", "course_search", "library_hours", "shuttle_times"]
 WORDS = "the quad library shuttle Hale room seminar Birch lab open closed at noon 18:00 is free".split()

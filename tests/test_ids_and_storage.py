@@ -20,14 +20,14 @@ import httpx2
 import openai
 import pytest
 
-from helpers import tokens
-from helpers.config import load_settings
-from helpers.errors import ConfigError
-from helpers.facts.store import SQLiteFactStore
+from helpers.core import tokens
+from helpers.llm.config import load_settings
+from helpers.core.errors import ConfigError
+from helpers.facts.fact_store import SQLiteFactStore
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionNotFoundError, SessionStoreError, SQLiteSessionStore
+from helpers.sessions.session_store import SessionNotFoundError, SessionStoreError, SQLiteSessionStore
 from helpers.standin.server import _check_chat_request, _error_response, _RequestError
 
 from test_postgres import pg_dsn, scratch_schema  # noqa: E402  (PostgreSQL rows skip without a server)
@@ -40,7 +40,7 @@ BACKENDS = ["sqlite", "postgres"]
 def session_store(backend, tmp_path):
     if backend == "sqlite":
         return SQLiteSessionStore(tmp_path / "sessions.db")
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     return PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "ids_s_"))
 
@@ -48,7 +48,7 @@ def session_store(backend, tmp_path):
 def fact_store(backend, tmp_path):
     if backend == "sqlite":
         return SQLiteFactStore(str(tmp_path / "facts.db"))
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     return PostgresFactStore(pg_dsn(), schema=scratch_schema(tmp_path, "ids_f_"))
 
@@ -201,8 +201,8 @@ def test_persistent_sessions_key_by_the_canonical_ids(sessions):
 
 
 def test_the_rule_is_implemented_once(tmp_path):
-    """Sessions and facts call the same function (helpers.ids), so they cannot drift apart again."""
-    from helpers import ids
+    """Sessions and facts call the same function (helpers.core.ids), so they cannot drift apart again."""
+    from helpers.core import ids
     from helpers.facts.schema import normalise_id
 
     for variant, user in SAME_USER.items():
@@ -277,7 +277,7 @@ def test_a_turn_with_nul_round_trips(sessions):
 
 def test_escaping_on_postgresql_is_reversible(tmp_path):
     """The PostgreSQL columns hold NUL through an escape that also escapes itself."""
-    from helpers.sessions.postgres import from_pg_text, to_pg_text
+    from helpers.sessions.session_store_pg import from_pg_text, to_pg_text
 
     escape = "\ufdd0"
     for text in ["", "plain", "\x00", "a\x00b", escape, escape + "0", escape + escape, "\x00" + escape + "0\x00",

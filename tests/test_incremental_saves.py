@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers.ledger import UsageLedger
+from helpers.chat.ledger import UsageLedger
 from helpers.memory.assembler import MemoryAssembler
-from helpers.session import ChatSession, Memory
-from helpers.session_memory import TurnPartedMemory
-from helpers.session_snapshot import Snapshots
+from helpers.chat.chat_session import ChatSession, Memory
+from helpers.chat.memory_protocol import TurnPartedMemory
+from helpers.chat.snapshot import Snapshots
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import MIGRATIONS, SessionStoreError, SQLiteSessionStore
-from helpers.tokens import approx_tokens
+from helpers.sessions.session_store import MIGRATIONS, SessionStoreError, SQLiteSessionStore
+from helpers.core.tokens import approx_tokens
 from test_store import NotingSession  # one definition of the plug-in stand-in
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def test_saving_what_changed_stores_exactly_what_a_whole_snapshot_save_stores(tm
     else:
         from test_postgres import pg_dsn, scratch_schema
 
-        from helpers.sessions.postgres import PostgresSessionStore
+        from helpers.sessions.session_store_pg import PostgresSessionStore
 
         delta = PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "d_"))
     whole = SQLiteSessionStore(tmp_path / "whole.db")
@@ -286,7 +286,7 @@ def test_the_memory_protocol_lists_what_chatsession_uses_and_the_assembler_has_i
 
 def test_the_session_layer_reads_no_other_member_of_its_memory():
     used = set()
-    for module in ("helpers/session.py", "helpers/session_snapshot.py"):
+    for module in ("helpers/chat/chat_session.py", "helpers/chat/snapshot.py"):
         for node in ast.walk(ast.parse((ROOT / module).read_text())):
             if isinstance(node, ast.Attribute) and (
                     (isinstance(node.value, ast.Attribute) and node.value.attr == "memory"
@@ -359,7 +359,7 @@ def test_a_session_works_with_a_memory_that_has_only_the_protocol(tmp_path):
 
 
 def test_snapshot_support_lives_with_the_session_and_the_old_path_still_works():
-    from helpers.sessions import snapshot as old_path
+    from helpers.chat import snapshot as old_path
 
-    assert issubclass(ChatSession, Snapshots) and Snapshots.__module__ == "helpers.session_snapshot"
-    assert old_path.Snapshots is Snapshots and old_path.TurnRecord.__module__ == "helpers.session_snapshot"
+    assert issubclass(ChatSession, Snapshots) and Snapshots.__module__ == "helpers.chat.snapshot"
+    assert old_path.Snapshots is Snapshots and old_path.TurnRecord.__module__ == "helpers.chat.snapshot"

@@ -6,11 +6,11 @@ import numpy as np
 import openai
 import pytest
 
-from helpers.embeddings import LOCAL_MODEL_NAME, EmbeddingError, EmbeddingTruncationWarning, local_embed
-from helpers.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit, KnowledgeBase,
+from helpers.retrieval.embeddings import LOCAL_MODEL_NAME, EmbeddingError, EmbeddingTruncationWarning, local_embed
+from helpers.retrieval.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit, KnowledgeBase,
                                answer_with_context, cache_dir, cosine_top_k, format_context)
-from helpers.knowledge_eval import evaluate, load_eval_questions
-from helpers.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
+from helpers.retrieval.knowledge_eval import evaluate, load_eval_questions
+from helpers.retrieval.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
 
 from scripted import ScriptedServer
 

@@ -1,32 +1,31 @@
-"""The package's layers: no module imports upward (every ``import`` statement, read with ``ast``).
+"""The package's layers are its folders, and imports run only downwards (every ``import`` read with ``ast``).
 
-* The lower layer - top-level ``helpers/*.py`` that notebooks 01-07 build and every module uses - imports
-  nothing from ``helpers.memory``, ``helpers.facts``, ``helpers.sessions`` or ``helpers.standin``. The front
-  ends of notebook 11 (``ui.py``, ``cli.py``, ``__main__.py``) and the assistant of notebook 12 that they share
-  (``assistant.py``) sit at the top, on sessions, facts and memory, and are not part of it. ``client.py`` may reach the offline stand-in through ``helpers.standin.server``:
-  that is how notebook 01 talks to it without a key.
-* ``helpers.memory``, ``helpers.facts`` and ``helpers.sessions`` do not import ``helpers.standin``: the
-  stand-in is a server they talk to through the client, never a library they call.
-* ``helpers.standin``, which ``client.py`` starts, imports nothing from those three either: of the
-  package it imports only itself and the lower layer. What both sides must agree on - the text formats of
-  the blocks in a system message, the task markers, the profile rules - lives in that lower layer
-  (``helpers/context_format.py``, ``helpers/profile_rules.py``), so each is written and read in one place.
-* No module imports itself back through others: the import graph has no cycle (imports needed only
-  for annotations, under ``if TYPE_CHECKING:``, do not count).
+* Every module of ``helpers/`` lives in a folder named for its layer (``core``, ``llm``, ``retrieval``,
+  ``agent``, ``chat``, ``standin``, ``facts``, ``memory``, ``sessions``, ``app``, ``exercises``); only the
+  package's ``__init__.py`` and ``__main__.py`` sit at the top.
+* The folders import each other without a loop, so they stack into layers. The one arrow that runs
+  back up is the offline client: ``llm/client.py`` reaches the stand-in through ``helpers.standin.server``,
+  which is how notebook 01 talks to it without a key.
+* ``helpers.memory``, ``helpers.facts`` and ``helpers.sessions`` never import ``helpers.standin``: the stand-in
+  is a server they talk to through the client, never a library they call. The stand-in imports none of them
+  (nor the app): of the package it reads only the code of notebooks 01-07 and the foundations.
+* No module imports itself back through others: the import graph has no cycle (imports needed only for
+  annotations, under ``if TYPE_CHECKING:``, do not count).
+* The README's layer list names the folders in an order the imports allow.
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "helpers"
-UPPER = ("helpers.memory", "helpers.facts", "helpers.sessions")
-FRONT_ENDS = {"ui.py", "cli.py", "__main__.py", "assistant.py"}  # notebooks 11-12: the top, built on the rest
-ALLOWED = {("helpers/client.py", "helpers.standin.server"):
+ALLOWED = {("helpers.llm.client", "helpers.standin.server"):
            "the offline client: notebook 01 reaches the stand-in through it"}
+NOTEBOOKS_01_07 = {"core", "llm", "retrieval", "agent", "chat"}  # what the stand-in may read
 
 
 def _type_checking(node: ast.AST) -> bool:
@@ -40,6 +39,16 @@ def _nodes(tree: ast.AST, runtime: bool):
             continue
         yield node
         yield from _nodes(node, runtime)
+
+
+def _module_of(name: str) -> str:
+    """The module an imported name belongs to (``helpers.x.y.Name`` -> ``helpers.x.y`` when that is a file)."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ROOT.joinpath(*parts[:end])
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            return ".".join(parts[:end])
+    return name
 
 
 def imported(path: Path, *, runtime: bool = False) -> set[str]:
@@ -59,69 +68,44 @@ def imported(path: Path, *, runtime: bool = False) -> set[str]:
     return {_module_of(name) for name in names}
 
 
-def under(name: str, packages: tuple[str, ...]) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in packages)
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def violations() -> set[tuple[str, str]]:
-    found = set()
-
-    def check(files, forbidden):
-        for path in files:
-            for module in imported(path):
-                if under(module, forbidden):
-                    found.add((str(path.relative_to(ROOT)), module))
-
-    check([p for p in HELPERS.glob("*.py") if p.name not in FRONT_ENDS], (*UPPER, "helpers.standin"))
-    check([p for package in ("memory", "facts", "sessions") for p in (HELPERS / package).rglob("*.py")],
-          ("helpers.standin",))
-    check(list((HELPERS / "standin").rglob("*.py")), UPPER)
-    return found - set(ALLOWED)
-
-
-def _module_of(name: str) -> str:
-    """The module an imported name belongs to (``helpers.x.y.Name`` -> ``helpers.x.y`` when that is a file)."""
-    parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        candidate = ROOT.joinpath(*parts[:end])
-        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
-            return ".".join(parts[:end])
-    return name
-
-
-def test_no_module_imports_upward():
-    found = violations()
-    assert not found, "upward imports: " + ", ".join(f"{f} -> {m}" for f, m in sorted(found))
-
-
-@pytest.mark.parametrize("case", [
-    ("helpers/standin/tasks.py", "helpers.memory.summary_format"),
-    ("helpers/memory/profile_extraction.py", "helpers.standin.tasks"),
-    ("helpers/memory/evaluation.py", "helpers.standin.server"),
-], ids=lambda case: f"{case[0]}->{case[1]}")
-def test_the_upward_imports_this_change_removed_stay_removed(case):
-    assert case not in violations()
-
-
-def test_the_stand_in_imports_only_itself_and_the_lower_layer():
-    lower = {f"helpers.{p.stem}" for p in HELPERS.glob("*.py") if p.name not in FRONT_ENDS | {"__init__.py"}}
-    for path in (HELPERS / "standin").rglob("*.py"):
-        outside = {m for m in imported(path) if under(m, ("helpers",)) and not under(m, ("helpers.standin",))}
-        assert outside <= lower, f"{path.relative_to(ROOT)} imports {sorted(outside - lower)}"
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports at run time (any depth, not under ``if TYPE_CHECKING:``)."""
+def import_graph(*, runtime: bool = True) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (any depth; ``runtime``: not under ``if TYPE_CHECKING:``)."""
     graph = {}
     for path in HELPERS.rglob("*.py"):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        graph[name] = {m for m in imported(path, runtime=True) if under(m, ("helpers",)) and m != name}
+        name = module_name(path)
+        graph[name] = {m for m in imported(path, runtime=runtime)
+                       if (m == "helpers" or m.startswith("helpers.")) and m != name}
+    return graph
+
+
+def layer_of(module: str) -> str | None:
+    """The folder (layer) a module lives in; None for the package itself and its ``__main__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (HELPERS / parts[1]).is_dir()) else None
+
+
+def layer_graph() -> dict[str, set[str]]:
+    """Folder -> the folders its modules import, leaving out the allowed arrows."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph(runtime=False).items():
+        here = layer_of(module)
+        if here is None:
+            continue
+        graph.setdefault(here, set())
+        for target in targets:
+            there = layer_of(target)
+            if there not in (None, here) and (module, target) not in ALLOWED:
+                graph[here].add(there)
     return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (or a module importing itself): import cycles."""
+    """The strongly connected groups of more than one node (or a node importing itself): import cycles."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -154,29 +138,85 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def below(graph: dict[str, set[str]], layer: str) -> set[str]:
+    """Every layer ``layer`` reaches through imports."""
+    seen, todo = set(), list(graph.get(layer, ()))
+    while todo:
+        other = todo.pop()
+        if other not in seen:
+            seen.add(other)
+            todo.extend(graph.get(other, ()))
+    return seen
+
+
+def test_every_module_lives_in_a_layer_folder():
+    flat = sorted(p.name for p in HELPERS.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert flat == [], f"modules outside a layer folder: {flat}"
+
+
+def test_no_two_modules_share_a_name():
+    names: dict[str, list[str]] = {}
+    for path in HELPERS.rglob("*.py"):
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+def test_the_layers_stack_without_a_loop():
+    assert cycles(layer_graph()) == [], "layers that import each other in a loop"
+
+
+def test_the_memory_code_never_calls_the_stand_in():
+    graph = layer_graph()
+    for layer in ("memory", "facts", "sessions"):
+        assert "standin" not in below(graph, layer), f"{layer} reaches the stand-in"
+
+
+def test_the_stand_in_reads_only_notebooks_01_07():
+    graph = layer_graph()
+    assert graph["standin"] <= NOTEBOOKS_01_07, sorted(graph["standin"] - NOTEBOOKS_01_07)
+    assert below(graph, "standin") <= NOTEBOOKS_01_07
+
+
+def test_the_foundations_import_nothing_above_them():
+    assert layer_graph()["core"] == set()
+
+
+def test_only_the_exercises_and_main_use_the_front_ends():
+    for module, targets in import_graph(runtime=False).items():
+        if layer_of(module) not in ("app", "exercises", None):
+            assert not any(layer_of(t) in ("app", "exercises") for t in targets), module
+
+
 def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-def test_the_cycle_finder_finds_a_cycle_and_ignores_type_checking_imports():
+def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    assert "helpers.facts.writer" not in import_graph()["helpers.facts.decisions"]  # under TYPE_CHECKING
-    assert "helpers.facts.writer" in imported(HELPERS / "facts" / "decisions.py")
 
 
-def test_the_layers_this_change_fixed_stay_fixed():
-    assert not any(name.startswith("helpers.sessions") for name in imported(HELPERS / "postgres.py"))
-    assert not any(name.startswith("helpers.sessions") for name in imported(HELPERS / "session.py"))
-    assert not any(under(name, (*UPPER, "helpers.standin")) for name in imported(HELPERS / "session_snapshot.py"))
+def test_an_import_under_type_checking_is_not_a_run_time_import():
+    source = ("from typing import TYPE_CHECKING\nimport helpers.core.text\n"
+              "if TYPE_CHECKING:\n    import helpers.core.clock\n")
+    path = HELPERS / "core" / "_layers_probe.py"
+    path.write_text(source, encoding="utf-8")
+    try:
+        assert {m for m in imported(path, runtime=True) if m.startswith("helpers")} == {"helpers.core.text"}
+        assert "helpers.core.clock" in imported(path)
+    finally:
+        path.unlink()
 
 
-def test_every_name_notebooks_and_tests_import_from_the_store_module_is_still_there():
-    from helpers.sessions import store
-
-    for name in ("SQLiteSessionStore", "SessionStore", "SessionStoreError", "SessionConflictError",
-                 "SessionNotFoundError", "SessionSaveError", "ForkError", "check_fork", "decode_state",
-                 "encode_state", "redact_dsn", "MIGRATIONS", "SessionInfo", "StoredSession", "check_ids",
-                 "storable_text", "has_lone_surrogates", "import_stored_vectors", "restore", "SessionStoreBase",
-                 "SCHEMA_TABLE", "VECTOR_COLUMNS", "EncodedSession"):
-        assert hasattr(store, name), name
+def test_the_readme_lists_the_layers_in_an_order_the_imports_allow():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("**How the layers stack.**", 1)[1].split("\n\n", 1)[1].split("\n\n", 1)[0]
+    listed = [re.findall(r"`(\w+)/`", line) for line in section.splitlines() if re.match(r"\d+\.", line)]
+    order = [layer for line in listed for layer in line]
+    graph = layer_graph()
+    assert sorted(order) == sorted(graph), f"README lists {order}, the package has {sorted(graph)}"
+    rank = {layer: i for i, line in enumerate(listed) for layer in line}
+    for layer, targets in graph.items():
+        for target in targets:
+            assert rank[target] <= rank[layer], f"README puts {target} above {layer}, which imports it"

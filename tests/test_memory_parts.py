@@ -1,4 +1,4 @@
-"""A memory whose state is a shared part plus one part per turn (``helpers.session_memory.TurnPartedMemory``):
+"""A memory whose state is a shared part plus one part per turn (``helpers.chat.memory_protocol.TurnPartedMemory``):
 the parts add up to the whole state, a checkpoint takes a failed turn back exactly, and a session with recall
 and a profile saves in the time of one turn, whatever its length."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.profile import ProfileMemory
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
+from helpers.sessions.session_store import SessionStoreError, SQLiteSessionStore
 
 SAID = ["My name is Ada.", "I'm vegetarian.", "My locker number is 4471.", "Actually my locker number is 5120.",
         "My bike is blue and my advisor is Dr. Okafor.", "I want to join the robotics club."]

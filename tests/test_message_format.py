@@ -1,4 +1,4 @@
-"""Unit tests for helpers.message_format: messages in the plain OpenAI format (pure, fast)."""
+"""Unit tests for helpers.llm.message_format: messages in the plain OpenAI format (pure, fast)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 from openai.types.chat import ChatCompletion
 
-from helpers.message_format import CompatError, assistant_message_to_dict, normalize_messages
+from helpers.llm.message_format import CompatError, assistant_message_to_dict, normalize_messages
 
 from scripted import tool_call_message
 

@@ -1,4 +1,4 @@
-"""A notebook cell marked with a module path on its first line (``# helpers/history.py``) holds the same code
+"""A notebook cell marked with a module path on its first line (``# helpers/chat/history.py``) holds the same code
 as that module: every function, class and constant the cell defines is compared with the module's definition
 of the same name, as text after formatting (``ast.unparse``: comments and layout do not count)."""
 import ast

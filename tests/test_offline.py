@@ -4,7 +4,7 @@ import json
 import openai
 import pytest
 
-from helpers import tokens
+from helpers.core import tokens
 from helpers.standin.server import make_offline_client
 
 MODEL = "offline/stand-in"

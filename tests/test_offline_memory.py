@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from helpers.standin.policy import decide
 from helpers.standin.tasks import DONT_KNOW, asked_about_user
-from helpers.tools import tool_schemas
+from helpers.agent.tools import tool_schemas
 
 TOOLS = tool_schemas()
 SYSTEM = {"role": "system", "content": "You are a campus assistant for Larkspur University."}

@@ -5,7 +5,7 @@ import pytest
 
 from helpers.standin.policy import (classify_scope, conversation_mentions, decide, judge_grounding,
                                     question_needs)
-from helpers.tools import tool_schemas
+from helpers.agent.tools import tool_schemas
 
 TOOLS = tool_schemas()
 

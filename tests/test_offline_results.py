@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from helpers.config import OFFLINE_CHAT_MODEL
+from helpers.llm.config import OFFLINE_CHAT_MODEL
 from helpers.standin.server import make_offline_client
 from helpers.standin.policy import decide, read_tool_result
-from helpers.tools import days_until_weekday, get_current_time, search_campus_info, tool_schemas
+from helpers.agent.tools import days_until_weekday, get_current_time, search_campus_info, tool_schemas
 
 SYSTEM_PROMPT = ("You are a campus assistant for Larkspur University. Reuse facts already in the history. "
                  "Call days_until_weekday instead of estimating.")

@@ -175,7 +175,7 @@ def client():
 
 
 def test_what_the_package_sends_is_accepted(client):
-    """The parameters helpers.client, helpers.agent_turn and the memory modules send pass validation."""
+    """The parameters helpers.llm.client, helpers.agent.turn and the memory modules send pass validation."""
     reply = client.chat.completions.create(
         model=MODEL, messages=[{"role": "developer", "content": "Reply in JSON."}] + HI, temperature=0.2,
         max_completion_tokens=512, tools=[TOOL], tool_choice="auto", parallel_tool_calls=True, stream=True,
@@ -373,7 +373,7 @@ def test_embeddings_honour_base64_and_dimensions(client):
 
     import numpy as np
 
-    from helpers.embeddings import local_embed
+    from helpers.retrieval.embeddings import local_embed
 
     full = local_embed(["the AI club"])[0]
     status, answer = post({"model": "local/all-minilm-l6-v2", "input": "the AI club", "encoding_format": "base64",

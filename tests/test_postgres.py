@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.facts.store import FactStoreError
+from helpers.facts.fact_store import FactStoreError
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import (SessionConflictError, SessionNotFoundError, SessionSaveError, SessionStoreError,
+from helpers.sessions.session_store import (SessionConflictError, SessionNotFoundError, SessionSaveError, SessionStoreError,
                                   SQLiteSessionStore)
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 
 ROOT = Path(__file__).resolve().parents[1]
 DSN_FILE = Path(os.environ.get("WORKSHOP_PG_DIR", "/tmp/agent-memory-workshop-pg")) / "dsn"
@@ -43,7 +43,7 @@ def _probe() -> tuple[str | None, str]:
         import psycopg
     except ImportError:
         return None, 'psycopg is not installed: pip install "psycopg[binary]"'
-    from helpers.postgres import describe_dsn
+    from helpers.core.postgres import describe_dsn
 
     try:
         psycopg.connect(dsn, connect_timeout=3).close()
@@ -65,7 +65,7 @@ def pg_dsn() -> str:
 
 def scratch_schema(tmp_path: Path, prefix: str) -> str:
     """A fresh, empty schema named after the test (so reruns reuse names instead of piling up)."""
-    from helpers.postgres import drop_schema
+    from helpers.core.postgres import drop_schema
 
     name = (prefix + re.sub(r"[^a-z0-9_]", "_", tmp_path.name.lower()))[:63]
     drop_schema(pg_dsn(), name)
@@ -74,7 +74,7 @@ def scratch_schema(tmp_path: Path, prefix: str) -> str:
 
 def pg_fact_store(tmp_path: Path):
     """A PostgresFactStore in its own schema (the factory tests/test_facts.py uses)."""
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     return PostgresFactStore(pg_dsn(), schema=scratch_schema(tmp_path, "facts_"))
 
@@ -91,7 +91,7 @@ def schema(dsn, tmp_path):
 
 @pytest.fixture
 def pg(dsn, schema):
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     store = PostgresSessionStore(dsn, schema=schema)
     yield store
@@ -119,7 +119,7 @@ def test_round_trip_matches_sqlite_exactly(pg, tmp_path):
 
 
 def test_persistent_session_resumes_from_another_connection(pg, dsn, schema):
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     PersistentSession.open(pg, "ada", "s1").chat(CLUB)
     other = PostgresSessionStore(dsn, schema=schema)
@@ -190,7 +190,7 @@ def test_tampered_rows_are_reported_with_the_session_and_the_problem(pg, dsn, sc
 
 WRITER = r"""
 import json, sys
-from helpers.sessions.postgres import PostgresSessionStore
+from helpers.sessions.session_store_pg import PostgresSessionStore
 
 dsn, schema, name, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = PostgresSessionStore(dsn, schema=schema)
@@ -236,7 +236,7 @@ def test_two_processes_writing_one_session_never_mix_their_turns(dsn, schema, pg
 def test_newer_schema_version_is_refused_untouched(pg, dsn, schema):
     import psycopg
 
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     pg.save("ada", "s1", chatted([CLUB]))
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -249,7 +249,7 @@ def test_newer_schema_version_is_refused_untouched(pg, dsn, schema):
 def test_someone_elses_sessions_table_is_refused(dsn, schema):
     import psycopg
 
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -260,7 +260,7 @@ def test_someone_elses_sessions_table_is_refused(dsn, schema):
 
 def test_unreachable_server_is_explained_without_the_password():
     pytest.importorskip("psycopg")
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     with pytest.raises(SessionStoreError, match="could not connect.*127.0.0.1:1/") as caught:
         PostgresSessionStore("postgresql://ada:s3cret@127.0.0.1:1/campus", connect_timeout=2)
@@ -276,7 +276,7 @@ def test_unreachable_server_is_explained_without_the_password():
 ])
 def test_malformed_dsns_are_explained_without_the_password(bad):
     pytest.importorskip("psycopg")
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     with pytest.raises(SessionStoreError, match="could not connect") as caught:
         PostgresSessionStore(bad, connect_timeout=2)
@@ -285,7 +285,7 @@ def test_malformed_dsns_are_explained_without_the_password(bad):
 
 def test_bad_schema_name_is_refused():
     pytest.importorskip("psycopg")
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     with pytest.raises(SessionStoreError, match="lowercase letters"):
         PostgresSessionStore("postgresql://127.0.0.1:1/x", schema="Robert'); DROP TABLE students;--")
@@ -295,7 +295,7 @@ def test_bad_schema_name_is_refused():
 
 @pytest.fixture
 def facts(dsn, schema):
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     memory = FactMemory(PostgresFactStore(dsn, schema=schema))
     yield memory
@@ -305,7 +305,7 @@ def facts(dsn, schema):
 def test_fact_transaction_holds_an_advisory_lock_per_key(facts, dsn):
     import psycopg
 
-    from helpers.postgres import lock_id
+    from helpers.core.postgres import lock_id
 
     keys = [("u1", "user", "delivery_window", ""), ("u1", "user", "allergy", "peanuts")]
     with facts.store.transaction(keys):
@@ -319,7 +319,7 @@ def test_fact_transaction_holds_an_advisory_lock_per_key(facts, dsn):
 def test_a_failed_save_rolls_back_the_fact_and_its_audit_row(facts, monkeypatch):
     import psycopg
 
-    from helpers.facts import postgres
+    from helpers.facts import fact_store_pg as postgres
 
     def broken_save(self, changes):
         original(self, changes)
@@ -334,19 +334,19 @@ def test_a_failed_save_rolls_back_the_fact_and_its_audit_row(facts, monkeypatch)
 
 
 def test_sessions_and_facts_share_one_schema(pg, facts):
-    from helpers.sessions.postgres import SESSION_MIGRATIONS
+    from helpers.sessions.session_store_pg import SESSION_MIGRATIONS
 
     facts.write(Candidate("ada", "user", "delivery_window", "morning", "chat:ada", "user", 1))
     pg.save("ada", "s1", chatted([CLUB]))
     assert [f.value for f in facts.active_facts("ada")] == ["morning"]
     assert pg.load("ada", "s1").turn_ids == [0]
-    from helpers.facts.postgres import FACT_MIGRATIONS
+    from helpers.facts.fact_store_pg import FACT_MIGRATIONS
 
     assert facts.store.schema_version() == FACT_MIGRATIONS[-1][0] and pg.schema_version() == SESSION_MIGRATIONS[-1][0]
 
 
 def test_writers_on_different_keys_do_not_wait_for_each_other(facts, dsn, schema):
-    from helpers.facts.postgres import PostgresFactStore
+    from helpers.facts.fact_store_pg import PostgresFactStore
 
     other = FactMemory(PostgresFactStore(dsn, schema=schema))
     done = threading.Event()

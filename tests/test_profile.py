@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from helpers.config import load_settings
+from helpers.llm.config import load_settings
 from helpers.facts.writer import FactMemory
 from helpers.memory.profile import ProfileMemory, ProfileWarning
 from helpers.memory.profile_extraction import ProfileFormatError, extract_with_rules, parse_profile_reply
 from helpers.standin.server import make_offline_client
-from helpers.context_format import ATTRIBUTES, read_fact_reply, write_attributes
+from helpers.core.context_format import ATTRIBUTES, read_fact_reply, write_attributes
 from helpers.standin.policy import decide, extract_facts
 
 from scripted import ScriptedServer
@@ -106,7 +106,7 @@ def test_update_records_turn_id_and_timestamp(profile):
     update = profile.update(3, "Hi, my name is Priya Raman.")
     fact = profile.get("name")
     assert update.added == [fact] and (fact.value, fact.turn_id) == ("Priya Raman", 3)
-    assert fact.recorded_at == "2026-11-30T10:00:00-08:00"  # helpers.clock.now(), frozen by conftest
+    assert fact.recorded_at == "2026-11-30T10:00:00-08:00"  # helpers.core.clock.now(), frozen by conftest
 
 
 def test_newer_statement_replaces_the_older_one(profile):

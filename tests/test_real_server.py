@@ -1,7 +1,7 @@
 """A real local OpenAI-compatible server (llama-cpp-python + SmolLM2-135M) over real HTTP.
 
 Each server quirk has two tests: the raw request fails (or is silently wrong), and the
-same request through ``helpers.compat`` works. The model is tiny, so tests assert on
+same request through ``helpers.llm.compat`` works. The model is tiny, so tests assert on
 shapes and counts, never on wording. ``tests/setup_llama.sh`` installs the server;
 without it these tests skip locally and fail under CI (where setup must have run).
 """
@@ -20,9 +20,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llama_server  # noqa: E402
 
-from helpers.compat import LLAMA_CPP, prepare_request  # noqa: E402
-from helpers.endpoint import check_endpoint  # noqa: E402
-from helpers.message_format import CompatError, assistant_message_to_dict  # noqa: E402
+from helpers.llm.compat import LLAMA_CPP, prepare_request  # noqa: E402
+from helpers.llm.endpoint import check_endpoint  # noqa: E402
+from helpers.llm.message_format import CompatError, assistant_message_to_dict  # noqa: E402
 
 MODEL = llama_server.MODEL_ALIAS
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -52,7 +52,7 @@ def send(client, **request):
 
 
 def send_fixed(client, profile=LLAMA_CPP, **request):
-    """Send the same request through helpers.compat (the 'normalised' form)."""
+    """Send the same request through helpers.llm.compat (the 'normalised' form)."""
     return client.chat.completions.create(**prepare_request({"model": MODEL, **STABLE, **request}, profile=profile))
 
 

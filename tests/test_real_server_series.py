@@ -19,11 +19,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llama_server  # noqa: E402
 
-from helpers.agent_turn import EMPTY_REPLY, run_agent  # noqa: E402
-from helpers.client import EndpointError, TimeoutNotRetried, chat, make_client  # noqa: E402
-from helpers.config import DEFAULT_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings  # noqa: E402
-from helpers.errors import ContextOverflowError  # noqa: E402
-from helpers.session import ChatSession  # noqa: E402
+from helpers.agent.turn import EMPTY_REPLY, run_agent  # noqa: E402
+from helpers.llm.client import EndpointError, TimeoutNotRetried, chat, make_client  # noqa: E402
+from helpers.llm.config import DEFAULT_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, load_settings  # noqa: E402
+from helpers.core.errors import ContextOverflowError  # noqa: E402
+from helpers.chat.chat_session import ChatSession  # noqa: E402
 
 MODEL = llama_server.MODEL_ALIAS
 CLUB = "When does the AI club meet?"
@@ -55,7 +55,7 @@ def ask(settings, client):
 # ---------------------------------------------------------------- embeddings never go to the chat server
 
 def test_the_chat_server_cannot_embed_and_the_error_says_where_and_what(client, server):
-    from helpers.embeddings import EmbeddingError, embed_texts
+    from helpers.retrieval.embeddings import EmbeddingError, embed_texts
 
     with pytest.raises(EmbeddingError) as info:
         embed_texts(client, ["hello"], model=DEFAULT_EMBEDDING_MODEL, input_type="query")
@@ -65,7 +65,7 @@ def test_the_chat_server_cannot_embed_and_the_error_says_where_and_what(client, 
 
 
 def test_embeddings_default_to_this_machine_for_retrieval_and_recall(settings, client):
-    from helpers.knowledge import KnowledgeBase
+    from helpers.retrieval.knowledge import KnowledgeBase
     from helpers.memory.recall_index import RecallIndex
 
     assert (settings.embeddings, settings.embedding_model) == ("local", LOCAL_EMBEDDING_MODEL)
@@ -79,8 +79,8 @@ def test_embeddings_default_to_this_machine_for_retrieval_and_recall(settings, c
 # ---------------------------------------------------------------- the agent answers in words
 
 def test_a_reply_that_is_neither_text_nor_a_tool_call_is_asked_again(client):
-    from helpers.compat import LLAMA_CPP, prepare_request
-    from helpers.tools import tool_schemas
+    from helpers.llm.compat import LLAMA_CPP, prepare_request
+    from helpers.agent.tools import tool_schemas
 
     request = prepare_request({"model": MODEL, "temperature": 0, "max_tokens": 64, "tools": tool_schemas(),
                                "messages": [{"role": "user", "content": "Hello, who are you?"}]}, profile=LLAMA_CPP)
@@ -106,7 +106,7 @@ def test_a_session_streams_with_tools_on_llama_cpp(settings, client):
 
 
 def test_the_chat_window_streams_on_llama_cpp(settings, client):
-    from helpers.ui import ChatUI
+    from helpers.app.chat_window import ChatUI
 
     ui = ChatUI(ChatSession(**ask(settings, client)), stream=True)
     answer = ui.send(CLUB)
@@ -117,7 +117,7 @@ def test_the_chat_window_streams_on_llama_cpp(settings, client):
 # ---------------------------------------------------------------- judges, extractors, summaries: bounded, typed
 
 def test_the_judge_gets_json_from_the_server(settings, client):
-    from helpers.guardrails import SCOPE_PROMPT, ask_judge, check_scope
+    from helpers.retrieval.guardrails import SCOPE_PROMPT, ask_judge, check_scope
 
     assert isinstance(json.loads(ask_judge(SCOPE_PROMPT, "Write me a poem about the sea", client, settings)), dict)
     verdict = check_scope("Write me a poem about the sea", **ask(settings, client))
@@ -184,7 +184,7 @@ def test_a_timed_out_request_is_not_sent_again(settings, server):
 
 
 def test_quotes_reach_the_model_unescaped_through_compat(client):
-    from helpers.compat import LLAMA_CPP, prepare_request
+    from helpers.llm.compat import LLAMA_CPP, prepare_request
 
     def prompt_tokens(text, fixed):
         request = {"model": MODEL, "messages": [{"role": "user", "content": text}], "max_tokens": 1}
@@ -197,7 +197,7 @@ def test_quotes_reach_the_model_unescaped_through_compat(client):
 
 
 def test_look_alike_quotes_let_the_scope_judge_answer(settings, client):
-    from helpers.guardrails import check_scope
+    from helpers.retrieval.guardrails import check_scope
 
     verdict = check_scope(CLUB, **ask(settings, client))
     assert verdict.category == "campus", verdict  # with '&#34;' in its prompt this model wrote no verdict

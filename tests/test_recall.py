@@ -5,9 +5,9 @@ import httpx2
 import openai
 import pytest
 
-from helpers.config import load_settings
-from helpers.embeddings import EmbeddingTruncationWarning
-from helpers.validity import find_problems
+from helpers.llm.config import load_settings
+from helpers.retrieval.embeddings import EmbeddingTruncationWarning
+from helpers.chat.validity import find_problems
 from helpers.memory.recall import (RECENCY_WEIGHT, is_question, is_substantive, merge_repeats, near_identical,
                                    quote_turn, rank, recall_block, statements)
 from helpers.memory.recall_index import EMBED_CHARS, RecallIndex, RecallWarning

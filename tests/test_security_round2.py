@@ -9,21 +9,21 @@ import httpx2
 import openai
 import pytest
 
-from helpers import tokens
-from helpers.api_key import safe_url
-from helpers.cli import TerminalChat, main
-from helpers.client import EndpointError, ResponseFormatError, chat, make_client
-from helpers.config import Settings, load_settings
-from helpers.dotenv_file import read_dotenv
-from helpers.embeddings import EmbeddingError, embed_texts
-from helpers.endpoint import check_endpoint
-from helpers.guardrails import SCOPE_PROMPT
-from helpers.errors import WorkshopWarning
-from helpers.ledger import UsageLedger
-from helpers.session import ChatSession
-from helpers.stream_reader import read_streamed_reply
+from helpers.core import tokens
+from helpers.llm.api_key import safe_url
+from helpers.app.terminal_chat import TerminalChat, main
+from helpers.llm.client import EndpointError, ResponseFormatError, chat, make_client
+from helpers.llm.config import Settings, load_settings
+from helpers.llm.dotenv_file import read_dotenv
+from helpers.retrieval.embeddings import EmbeddingError, embed_texts
+from helpers.llm.endpoint import check_endpoint
+from helpers.retrieval.guardrails import SCOPE_PROMPT
+from helpers.core.errors import WorkshopWarning
+from helpers.chat.ledger import UsageLedger
+from helpers.chat.chat_session import ChatSession
+from helpers.llm.stream_reader import read_streamed_reply
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 from scripted import ScriptedServer
 from test_cli import POSTER, chat_in_process, refuse_saves_of
@@ -67,7 +67,7 @@ def serve_replies(monkeypatch, replies):
         return openai.OpenAI(api_key="x", base_url="http://fake.test/v1", max_retries=0,
                              http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
 
-    monkeypatch.setattr("helpers.cli.make_client", fake_make_client)
+    monkeypatch.setattr("helpers.app.terminal_chat.make_client", fake_make_client)
 
 
 def stored_questions(tmp_path, user="learner", session="main"):
@@ -143,7 +143,7 @@ def test_a_save_refused_before_still_reads_not_saved_with_the_check(monkeypatch,
 # ---------------------------------------------------------------- 9: terminal escapes
 
 def test_terminal_text_escapes_what_a_terminal_would_act_on():
-    from helpers.cli import terminal_text
+    from helpers.app.terminal_chat import terminal_text
 
     shown = terminal_text("a\x1b[2Jb\x07c\x9bd\x7fe\u202ef\ud800g\r\nline\ttab")
     assert not RAW_CONTROL.search(shown)
@@ -461,7 +461,7 @@ def test_a_dotenv_saved_with_a_bom_keeps_its_first_line(tmp_path, monkeypatch):
 
 
 def test_wait_until_ready_never_shows_credentials_from_the_url():
-    from helpers.endpoint import wait_until_ready
+    from helpers.llm.endpoint import wait_until_ready
 
     base = "http://alice:PASSWORD@localhost:8000/v1"
     line = wait_until_ready(base, sleep=lambda s: None, get=lambda url: 200)
@@ -489,7 +489,7 @@ def test_a_line_the_terminal_cannot_decode_is_explained_and_the_chat_goes_on(mon
 
 
 def test_a_200_that_echoes_a_password_from_the_base_url_does_not_show_it(monkeypatch, tmp_path):
-    from helpers.client import ResponseFormatError
+    from helpers.llm.client import ResponseFormatError
 
     monkeypatch.chdir(tmp_path)
     settings = load_settings("openai-compatible", base_url="http://alice:PASSWORD1@echo.test/v1")
@@ -503,7 +503,7 @@ def test_a_200_that_echoes_a_password_from_the_base_url_does_not_show_it(monkeyp
 
 
 def test_url_secrets_names_what_a_server_might_echo():
-    from helpers.api_key import hide_secret, url_secrets
+    from helpers.llm.api_key import hide_secret, url_secrets
 
     secrets = url_secrets("http://alice:p%40ssword@host/v1?token=T0KEN123")
     assert {"alice", "p%40ssword", "p@ssword", "T0KEN123"} <= set(secrets)

@@ -1,11 +1,11 @@
 import pytest
 
-from helpers import history
-from helpers.client import EndpointError
-from helpers.history import split_turns
-from helpers.validity import find_problems
-from helpers.window import Window
-from helpers.session import ChatSession, SimpleSession
+from helpers.chat import history
+from helpers.llm.client import EndpointError
+from helpers.chat.history import split_turns
+from helpers.chat.validity import find_problems
+from helpers.chat.window import Window
+from helpers.chat.chat_session import ChatSession, SimpleSession
 
 from scripted import ScriptedServer, tool_call
 
@@ -239,8 +239,8 @@ def _turns_and_garbage(*garbage):
 def test_a_garbage_stream_leaves_the_session_exactly_as_before(limits):
     import httpx2
 
-    from helpers.client import ResponseFormatError
-    from helpers.config import load_settings
+    from helpers.llm.client import ResponseFormatError
+    from helpers.llm.config import load_settings
 
     from test_agent import HTML
 
@@ -259,8 +259,8 @@ def test_a_garbage_stream_leaves_the_session_exactly_as_before(limits):
 def test_a_stream_without_chunks_saves_no_placeholder_turn():
     import httpx2
 
-    from helpers.client import ResponseFormatError
-    from helpers.config import load_settings
+    from helpers.llm.client import ResponseFormatError
+    from helpers.llm.config import load_settings
     from test_agent import SSE
 
     session = ChatSession(client=_turns_and_garbage(httpx2.Response(200, headers=SSE, content=b"")),
@@ -272,7 +272,7 @@ def test_a_stream_without_chunks_saves_no_placeholder_turn():
 
 
 def test_the_session_runs_only_its_own_tools():
-    from helpers.tools import REGISTRY, Tool, function_schema
+    from helpers.agent.tools import REGISTRY, Tool, function_schema
 
     ran = []
     registry = dict(REGISTRY, forget_everything=Tool("forget_everything", lambda: ran.append(1) or {},
@@ -286,7 +286,7 @@ def test_the_session_runs_only_its_own_tools():
 
 @pytest.mark.parametrize("max_steps", [0, -3, 1.5, "6"])
 def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
-    from helpers.errors import ConfigError
+    from helpers.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_steps"):
         ChatSession(max_steps=max_steps)
@@ -295,7 +295,7 @@ def test_bad_max_steps_is_refused_when_the_session_is_made(max_steps):
 @pytest.mark.parametrize("limits", [{"max_turns": 2.5}, {"max_turns": "3"}, {"max_turns": True},
                                     {"max_tokens": float("nan")}, {"max_tokens": "800"}, {"max_tokens": -1}])
 def test_limits_that_are_not_whole_numbers_are_refused_by_name(limits):
-    from helpers.errors import ConfigError
+    from helpers.core.errors import ConfigError
 
     (name, _), = limits.items()
     with pytest.raises(ConfigError, match=f"{name} must be a"):
@@ -312,7 +312,7 @@ def test_an_unknown_tool_name_is_refused_when_the_session_is_made():
 def test_an_answer_with_unusable_usage_is_kept_and_the_count_skipped(usage):
     import httpx2
 
-    from helpers.config import load_settings
+    from helpers.llm.config import load_settings
     from test_agent import COMPLETION, streaming_client
 
     client = streaming_client(httpx2.Response(200, json=dict(COMPLETION, usage=usage)))

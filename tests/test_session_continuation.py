@@ -11,13 +11,13 @@ import warnings
 import numpy as np
 import pytest
 
-from helpers.assistant import open_assistant
+from helpers.app.assistant import open_assistant
 from helpers.memory.assembler import MemoryAssembler, _split_turns
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall_index import RecallWarning
 from helpers.sessions.encoding import import_stored_vectors, pieces_digest
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionStoreError, SQLiteSessionStore
+from helpers.sessions.session_store import SessionStoreError, SQLiteSessionStore
 
 from test_cli import chat_in_process
 from test_store import any_store, recalling, run_sql, stored_vector_turns  # noqa: F401  (fixture)
@@ -259,7 +259,7 @@ def test_an_odd_stored_vector_row_is_embedded_again(any_store, column, value):  
 
 @pytest.mark.parametrize("how", ["button", "typed"])
 def test_the_chat_window_reloads_after_a_conflict_and_says_how(tmp_path, how):
-    from helpers.ui import ChatUI
+    from helpers.app.chat_window import ChatUI
 
     store = SQLiteSessionStore(tmp_path / "s.db")
     ui = ChatUI(PersistentSession.open(store, "ada", "window"))

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from helpers.standin.server import make_offline_client
-from helpers.tools import days_until_weekday, get_current_time, search_campus_info
+from helpers.agent.tools import days_until_weekday, get_current_time, search_campus_info
 
 MODEL = "offline/stand-in"
 

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from helpers import tokens
-from helpers.context_format import (MAX_REPLY_FACTS, USER_SAID, read_fact_reply, read_left_out_note,
+from helpers.core import tokens
+from helpers.core.context_format import (MAX_REPLY_FACTS, USER_SAID, read_fact_reply, read_left_out_note,
                                     read_turn_line, write_section, write_turn_line)
 from helpers.standin import meaning, server, tasks
 from helpers.standin.tasks import extract_facts, summarise_conversation

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT
+from helpers.retrieval.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT
 from helpers.standin import meaning
 from helpers.standin.meaning import day_index, facts_in, length_limit, same_stem, sentences, stem
 from helpers.standin.policy import decide
 from helpers.standin.tasks import DONT_KNOW, classify_scope, judge_grounding
-from helpers.tools import tool_schemas
+from helpers.agent.tools import tool_schemas
 
 TOOLS = tool_schemas()
 

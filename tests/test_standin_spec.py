@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.embeddings import local_embed
+from helpers.retrieval.embeddings import local_embed
 from helpers.standin import schemas
 from helpers.standin.server import handle, make_offline_client
 from helpers.standin.validation import CHAT_PARAMS, NOT_DONE

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from helpers.sessions import basic
-from helpers.sessions import store as store_module
+from helpers.sessions import session_store as store_module
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.facts.store import SQLiteFactStore
+from helpers.facts.fact_store import SQLiteFactStore
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
+from helpers.sessions.session_store import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                   SessionStoreError, SQLiteSessionStore, check_fork, decode_state, encode_state,
                                   redact_dsn)
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUB, UNTIL = "When does the AI club meet?", "How many days until that?"
@@ -128,7 +128,7 @@ def test_basic_chat_and_save_saves_nothing_when_the_turn_fails(tmp_path, monkeyp
     def broken_endpoint(*args, **kwargs):
         raise RuntimeError("endpoint down (simulated)")
 
-    monkeypatch.setattr("helpers.session.agent_turn", broken_endpoint)
+    monkeypatch.setattr("helpers.chat.chat_session.agent_turn", broken_endpoint)
     with pytest.raises(RuntimeError):
         basic.chat_and_save(db, "ada", "s1", session, UNTIL)
     assert db.execute("SELECT snapshot FROM saved_sessions").fetchone()[0] == stored
@@ -170,7 +170,7 @@ def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypat
     def broken_chat(*args, **kwargs):
         raise ConnectionError("the network dropped mid-turn (simulated)")
 
-    monkeypatch.setattr("helpers.agent_turn.chat", broken_chat)
+    monkeypatch.setattr("helpers.agent.turn.chat", broken_chat)
     with pytest.raises(ConnectionError):
         session.chat(UNTIL)
     after = store.load_state("ada", "s1")
@@ -181,7 +181,7 @@ def test_a_turn_that_raises_leaves_the_stored_session_unchanged(store, monkeypat
 KILLED_MID_SAVE = r"""
 import json, os, signal, sys
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 store = SQLiteSessionStore(sys.argv[1])
 session = PersistentSession.open(store, "ada", "s1")
@@ -226,7 +226,7 @@ def test_process_killed_mid_save_keeps_the_last_committed_turn(db):
 SAVING_IN_A_LOOP = r"""
 import sys
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 
 session = PersistentSession.open(SQLiteSessionStore(sys.argv[1]), "ada", "loop")
 for n in range(10_000):
@@ -494,7 +494,7 @@ def any_store(request, tmp_path):
     else:
         from test_postgres import pg_dsn, scratch_schema
 
-        from helpers.sessions.postgres import PostgresSessionStore
+        from helpers.sessions.session_store_pg import PostgresSessionStore
 
         store = PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "s_"))
     yield store
@@ -696,7 +696,7 @@ def test_a_turn_record_with_wrong_fields_is_explained(store, db):
 
 
 def test_a_bug_in_the_restore_path_is_not_reported_as_damaged_data(store, monkeypatch):
-    from helpers import session_snapshot
+    from helpers.chat import snapshot as session_snapshot
 
     store.save("ada", "s1", chatted([CLUB]))
     opened = PersistentSession.open(store, "ada", "s1")
@@ -780,7 +780,7 @@ def counting_embedder(monkeypatch) -> list[str]:
 
     The profile also embeds its lines (to rank them); tests compare with ``recall_pieces``.
     """
-    from helpers import embeddings
+    from helpers.retrieval import embeddings
 
     real, sent = embeddings.embed_texts, []
 
@@ -811,7 +811,7 @@ def reopened(store):
     """A new store object on the same database (as after a restart)."""
     if isinstance(store, SQLiteSessionStore):
         return SQLiteSessionStore(store.path)
-    from helpers.sessions.postgres import PostgresSessionStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
 
     return PostgresSessionStore(store._conns.dsn, schema=store._conns.schema)
 

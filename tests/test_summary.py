@@ -5,11 +5,11 @@ import httpx2
 import openai
 import pytest
 
-from helpers.config import load_settings
+from helpers.llm.config import load_settings
 from helpers.memory.summary import (RollingSummary, Summariser, SummaryError, SummaryWarning, fold,
                                     missing_facts, render_turn, summary_model, summary_request,
                                     trim_summary_lines)
-from helpers.memory.summary_format import format_turn_ids
+from helpers.core.context_format import format_turn_ids
 from helpers.standin.server import make_offline_client
 from helpers.standin.policy import summarise_conversation
 

@@ -1,11 +1,11 @@
-"""One way to shorten text (helpers.text.shorten): what it does, and that no module cuts text its own way."""
+"""One way to shorten text (helpers.core.text.shorten): what it does, and that no module cuts text its own way."""
 import re
 from pathlib import Path
 
 import pytest
 
 import helpers
-from helpers.text import shorten
+from helpers.core.text import shorten
 
 
 @pytest.mark.parametrize("text, width, options, expected", [
@@ -32,4 +32,4 @@ def test_no_module_shortens_text_its_own_way():
     root = Path(helpers.__file__).resolve().parent
     own = [str(path.relative_to(root.parent)) for path in sorted(root.rglob("*.py"))
            if "exercises" not in path.parts and OWN_CUT.search(path.read_text(encoding="utf-8"))]
-    assert set(own) <= KNOWN, f"use helpers.text.shorten in {sorted(set(own) - KNOWN)}"
+    assert set(own) <= KNOWN, f"use helpers.core.text.shorten in {sorted(set(own) - KNOWN)}"

@@ -1,4 +1,4 @@
-from helpers import tokens
+from helpers.core import tokens
 
 
 def test_count_text_splits_words_and_punctuation():

@@ -4,9 +4,9 @@ import sys
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
 
-from helpers import tools
-from helpers.text import bracket_depth
-from helpers.tools import (ToolInputError, days_until_weekday, get_current_time, parse_weekday, run_tool,
+from helpers.agent import tools
+from helpers.core.text import bracket_depth
+from helpers.agent.tools import (ToolInputError, days_until_weekday, get_current_time, parse_weekday, run_tool,
                            tool_schemas)
 
 # conftest freezes the clock at Monday 2026-11-30 10:00 in Los Angeles.
@@ -113,9 +113,9 @@ def test_results_are_json_text():
 
 
 def test_local_servers_search_with_the_local_embedding_model(monkeypatch):
-    from helpers import client as client_module
-    from helpers.config import load_settings
-    from helpers.embeddings import LOCAL_MODEL_NAME
+    from helpers.llm import client as client_module
+    from helpers.llm.config import load_settings
+    from helpers.retrieval.embeddings import LOCAL_MODEL_NAME
 
     settings = load_settings("openai-compatible", base_url="http://127.0.0.1:9/v1", chat_model="smollm2")
     monkeypatch.delenv("WORKSHOP_EMBEDDING_MODEL", raising=False)
@@ -246,7 +246,7 @@ def test_run_tool_never_raises(name, arguments, depth):
 
 
 def test_function_schema_builds_the_registry_schemas():
-    from helpers.tools import REGISTRY, function_schema
+    from helpers.agent.tools import REGISTRY, function_schema
 
     timezone = {"type": "string", "description": "IANA time zone, e.g. America/Los_Angeles"}
     built = function_schema("get_current_time", "The current date, weekday and time in a time zone.",

@@ -9,9 +9,9 @@ import pytest
 from helpers.facts.writer import FactMemory
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.profile import ProfileMemory
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionSaveError, SessionStoreError, SQLiteSessionStore
+from helpers.sessions.session_store import SessionSaveError, SessionStoreError, SQLiteSessionStore
 
 USER, SESSION = "ada", "campus"
 

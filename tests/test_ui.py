@@ -3,9 +3,9 @@ import pytest
 
 from helpers.facts.writer import Candidate, FactMemory
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.store import SessionConflictError, SQLiteSessionStore
-from helpers.session import ChatSession
-from helpers.ui import ChatUI
+from helpers.sessions.session_store import SessionConflictError, SQLiteSessionStore
+from helpers.chat.chat_session import ChatSession
+from helpers.app.chat_window import ChatUI
 
 CLUB, UNTIL = "When does the AI club meet?", "How many days until that?"
 
@@ -118,7 +118,7 @@ def test_a_failing_turn_is_reported_in_the_window_and_nothing_is_kept(monkeypatc
     def broken(*args, **kwargs):
         raise ConnectionError("the endpoint went away (simulated)")
 
-    monkeypatch.setattr("helpers.agent_turn.chat", broken)
+    monkeypatch.setattr("helpers.agent.turn.chat", broken)
     assert ui.send(UNTIL) is None
     assert "ConnectionError" in ui.status.value and "went away" in ui.last_error
     assert ui.session.turn_ids == [0] and UNTIL not in ui.transcript_text()

@@ -11,15 +11,15 @@ import numpy as np
 import openai
 import pytest
 
-from helpers import embedding_backend
-from helpers.agent import agent_loop
-from helpers.agent_turn import EMPTY_REPLY, run_agent
-from helpers.client import DEFAULT_MAX_TOKENS, TimeoutNotRetried, chat, make_client
-from helpers.compat import LLAMA_CPP, NIM, OFFLINE, ServerProfile, prepare_request, profile_for
-from helpers.config import DEFAULT_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, NIM_BASE_URL, Settings, load_settings
-from helpers.embeddings import EmbeddingError, embed_texts
-from helpers.errors import ConfigError, ContextOverflowError
-from helpers.session import ChatSession
+from helpers.retrieval import embedding_backend
+from helpers.agent.loop import agent_loop
+from helpers.agent.turn import EMPTY_REPLY, run_agent
+from helpers.llm.client import DEFAULT_MAX_TOKENS, TimeoutNotRetried, chat, make_client
+from helpers.llm.compat import LLAMA_CPP, NIM, OFFLINE, ServerProfile, prepare_request, profile_for
+from helpers.llm.config import DEFAULT_EMBEDDING_MODEL, LOCAL_EMBEDDING_MODEL, NIM_BASE_URL, Settings, load_settings
+from helpers.retrieval.embeddings import EmbeddingError, embed_texts
+from helpers.core.errors import ConfigError, ContextOverflowError
+from helpers.chat.chat_session import ChatSession
 
 from scripted import ScriptedServer
 
@@ -118,7 +118,7 @@ def test_recall_with_local_embeddings_never_asks_the_chat_server():
 
 
 def test_the_knowledge_base_follows_the_setting():
-    from helpers.knowledge import KnowledgeBase
+    from helpers.retrieval.knowledge import KnowledgeBase
 
     kb = KnowledgeBase.from_settings(local_server(), client=refusing_client([]), use_cache=False)
     assert kb.client is None and kb.model == LOCAL_EMBEDDING_MODEL
@@ -147,7 +147,7 @@ def test_every_chat_request_gets_a_reply_bound():
 
 def test_judges_extractors_and_the_summariser_bound_their_replies():
     from helpers.facts.extract import EXTRACTION_MAX_TOKENS, extract_candidates
-    from helpers.guardrails import check_grounding, check_scope
+    from helpers.retrieval.guardrails import check_grounding, check_scope
     from helpers.memory import profile_extraction
     from helpers.memory.summary import RollingSummary, Summariser
 
@@ -259,8 +259,8 @@ def test_a_session_streams_a_plain_reply_where_the_server_cannot_stream_with_too
 
 def test_a_persistent_session_and_the_chat_window_stream_on_llama_cpp(tmp_path):
     from helpers.sessions.persistent import PersistentSession
-    from helpers.sessions.store import SQLiteSessionStore
-    from helpers.ui import ChatUI
+    from helpers.sessions.session_store import SQLiteSessionStore
+    from helpers.app.chat_window import ChatUI
 
     server = ScriptedServer([{"content": ANSWER}, {"content": "Three days."}])
     with SQLiteSessionStore(tmp_path / "s.db") as store:
@@ -272,7 +272,7 @@ def test_a_persistent_session_and_the_chat_window_stream_on_llama_cpp(tmp_path):
 
 
 def test_the_terminal_chat_can_print_answers_whole(tmp_path, monkeypatch, capsys):
-    from helpers import cli
+    from helpers.app import terminal_chat as cli
     from helpers.sessions.persistent import PersistentSession
 
     assert cli.build_parser().parse_args(["chat", "--no-stream"]).no_stream is True
@@ -295,7 +295,7 @@ def test_a_server_without_json_mode_gets_no_response_format():
 
 
 def test_an_unparseable_verdict_shows_why_it_failed_closed():
-    from helpers.guardrails import check_grounding, check_scope
+    from helpers.retrieval.guardrails import check_grounding, check_scope
 
     server = ScriptedServer([{"content": "Sure! That is about campus."}, {"content": "Yes"}])
     scope = check_scope("When does the AI club meet?", **server.kwargs())
@@ -306,7 +306,7 @@ def test_an_unparseable_verdict_shows_why_it_failed_closed():
 
 def test_exercise_hints_blame_the_judge_model_not_the_learner(monkeypatch, capsys):
     from helpers.exercises import nb03
-    from helpers.guardrails import GroundingVerdict, ScopeVerdict
+    from helpers.retrieval.guardrails import GroundingVerdict, ScopeVerdict
 
     failed = "fail-closed: unparseable verdict (not a JSON object: 'Yes')"
     monkeypatch.setattr(nb03, "check_grounding", lambda *a, **k: GroundingVerdict(False, failed))

@@ -1,8 +1,8 @@
-"""helpers.window: a session's window as a value, and what it refuses."""
+"""helpers.chat.window: a session's window as a value, and what it refuses."""
 import pytest
 
-from helpers.history import HistoryError
-from helpers.window import Window
+from helpers.chat.history import HistoryError
+from helpers.chat.window import Window
 
 SYSTEM = [{"role": "system", "content": "sys"}]
 

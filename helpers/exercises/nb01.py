@@ -7,7 +7,7 @@ import zlib
 
 from openai.types.chat import ChatCompletionChunk
 
-from helpers.client import chat, get_client, get_settings
+from helpers.llm.client import chat, get_client, get_settings
 from helpers.exercises import Exercise, Hint
 from helpers.standin.meaning import length_limit, sentences  # the stand-in's reading: "Dr." ends no sentence
 
@@ -107,7 +107,7 @@ def _stream_of(pieces: tuple[str, ...] | list[str]) -> list[ChatCompletionChunk]
 
 def _generated(seed: int) -> list[str]:
     """A campus sentence cut at random places into pieces (some empty, as servers send them)."""
-    from helpers.knowledge_files import load_knowledge_base  # only when a check runs
+    from helpers.retrieval.knowledge_files import load_knowledge_base  # only when a check runs
     rng = random.Random(seed)
     text = sentences(rng.choice(load_knowledge_base()).text)[0]
     cuts = sorted(rng.sample(range(1, len(text)), min(6, len(text) - 1)))

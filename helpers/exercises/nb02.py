@@ -7,9 +7,9 @@ from functools import lru_cache
 import numpy as np
 
 from helpers.exercises import Exercise, Hint
-from helpers.knowledge import KnowledgeBase, cosine_top_k
-from helpers.knowledge_eval import evaluate, load_eval_questions
-from helpers.knowledge_files import Entry
+from helpers.retrieval.knowledge import KnowledgeBase, cosine_top_k
+from helpers.retrieval.knowledge_eval import evaluate, load_eval_questions
+from helpers.retrieval.knowledge_files import Entry
 
 MIN_RECALL = 0.9
 # A new entry repeats an existing one when their passages are this similar (distinct campus entries reach

@@ -7,11 +7,11 @@ gets "this server cannot decide" instead of a wrong verdict.
 """
 from __future__ import annotations
 
-from helpers.client import get_client, get_settings
+from helpers.llm.client import get_client, get_settings
 from helpers.exercises import Exercise, Hint
-from helpers.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
-from helpers.knowledge import Hit, format_context
-from helpers.knowledge_files import load_knowledge_base
+from helpers.retrieval.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
+from helpers.retrieval.knowledge import Hit, format_context
+from helpers.retrieval.knowledge_files import load_knowledge_base
 from helpers.standin.meaning import day_index, facts_in, unsupported_claims  # the judge's own reading
 from helpers.standin.tasks import classify_scope  # the stand-in's scope rule, by meaning
 

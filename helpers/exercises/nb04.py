@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-from helpers.api_key import KEY_NAME
-from helpers.config import load_settings
-from helpers.endpoint import EndpointStatus, check_endpoint
-from helpers.errors import ConfigError
+from helpers.llm.api_key import KEY_NAME
+from helpers.llm.config import load_settings
+from helpers.llm.endpoint import EndpointStatus, check_endpoint
+from helpers.core.errors import ConfigError
 from helpers.exercises import Exercise, Hint
-from helpers.client import make_client
+from helpers.llm.client import make_client
 
 # A stand-in for a real key: the check sets it so that the lesson's case (a key is configured) is tried.
 _EXAMPLE_KEY = "nvapi-exercise-example-not-a-real-key"
@@ -26,7 +26,7 @@ def _only_the_environment():
     Otherwise a learner's .env (WORKSHOP_BACKEND=openai-compatible, written for a local server) would make a
     settings function that leaves the backend to the automatic choice look right.
     """
-    import helpers.config as config
+    import helpers.llm.config as config
 
     def key_from_the_environment(prompt: bool = False):
         key = os.environ.get(KEY_NAME)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from helpers.client import chat
-from helpers.config import load_settings
+from helpers.llm.client import chat
+from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
-from helpers.message_format import assistant_message_to_dict
+from helpers.llm.message_format import assistant_message_to_dict
 from helpers.standin.server import validate_tools
-from helpers.tools import days_until_weekday, function_schema, run_tool, tool_schemas
+from helpers.agent.tools import days_until_weekday, function_schema, run_tool, tool_schemas
 
 
 def _check_schema(my_time_tool) -> str:

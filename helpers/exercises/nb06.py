@@ -7,11 +7,11 @@ import functools
 import json
 from itertools import combinations
 
-from helpers.agent import MAX_STEPS
-from helpers.agent_turn import run_agent
-from helpers.config import load_settings
+from helpers.agent.loop import MAX_STEPS
+from helpers.agent.turn import run_agent
+from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
-from helpers.tools import REGISTRY, Tool
+from helpers.agent.tools import REGISTRY, Tool
 
 TWO_TOOL_QUESTION = "When does the AI club meet, and how many days is that from now?"
 
@@ -135,8 +135,8 @@ exercise_2 = Exercise(
     stub='''def smallest_max_steps(question, **options):
     """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""
     return 1''',
-    solution_code='''from helpers.agent import MAX_STEPS
-from helpers.agent_turn import run_agent
+    solution_code='''from helpers.agent.loop import MAX_STEPS
+from helpers.agent.turn import run_agent
 
 def smallest_max_steps(question, **options):
     """The smallest max_steps with which run_agent answers ``question`` (options go to run_agent)."""

@@ -10,8 +10,8 @@ import json
 import random
 
 from helpers.exercises import Exercise, Hint
-from helpers.history import keep_newest, split_turns, system_end, turns_newest_first
-from helpers.validity import find_problems
+from helpers.chat.history import keep_newest, split_turns, system_end, turns_newest_first
+from helpers.chat.validity import find_problems
 
 CLEARED = "(result cleared to save tokens)"
 

@@ -11,8 +11,8 @@ import json
 import random
 from unittest import mock
 
-from helpers.config import load_settings
-from helpers.errors import WorkshopError
+from helpers.llm.config import load_settings
+from helpers.core.errors import WorkshopError
 from helpers.exercises import Exercise, Hint
 from helpers.memory import summary as summary_module
 from helpers.memory.summary import RollingSummary, Summariser, missing_facts

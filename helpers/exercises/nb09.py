@@ -11,15 +11,15 @@ import random
 from functools import lru_cache
 from typing import Any
 
-from helpers.client import chat
-from helpers.config import load_settings
+from helpers.llm.client import chat
+from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.budget import DEFAULT_SHARES
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import is_question
 from helpers.memory.recall_index import RecallIndex
-from helpers.session import SESSION_SYSTEM_PROMPT
+from helpers.chat.chat_session import SESSION_SYSTEM_PROMPT
 from helpers.standin.server import make_offline_client
 
 # ---------------------------------------------------------------- exercise 1: the budget split by hand

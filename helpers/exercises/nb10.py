@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from helpers.exercises import Exercise, Hint
-from helpers.facts.store import ACTIVE, CONFLICT, INELIGIBLE, SUPERSEDED, Provenance, StoredFact
+from helpers.facts.fact_store import ACTIVE, CONFLICT, INELIGIBLE, SUPERSEDED, Provenance, StoredFact
 from helpers.facts.writer import (CORRECTION, DEFAULT_ATTRIBUTES, INSERT, NOOP, REJECTED, AttributeSpec, Candidate,
                                   FactMemory, Plan, check_candidate, decide, last_version, normalise_text)
 

@@ -19,14 +19,14 @@ from typing import Any, Callable, Iterator
 import httpx2
 import openai
 
-from helpers.client import EndpointError
-from helpers.config import load_settings
+from helpers.llm.client import EndpointError
+from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 from helpers.sessions.basic import load_session, open_db, save_session
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.protocol import ForkError, SessionSaveError
-from helpers.sessions.store import SQLiteSessionStore
+from helpers.sessions.session_store import SQLiteSessionStore
 from helpers.standin.server import handle
 
 AI_CLUB = "When does the AI club meet?"
@@ -267,7 +267,7 @@ exercise_2 = Exercise(
     stub='''def ask_with_retry(session, text, tries=3):
     """Ask ``text``; when the endpoint fails (EndpointError), ask again, up to ``tries`` attempts in all."""
     return session.chat(text)''',
-    solution_code='''from helpers.client import EndpointError
+    solution_code='''from helpers.llm.client import EndpointError
 
 def ask_with_retry(session, text, tries=3):
     """Ask ``text``; when the endpoint fails (EndpointError), ask again, up to ``tries`` attempts in all."""

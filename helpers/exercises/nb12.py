@@ -1,5 +1,5 @@
 """Exercises of notebook 12: shares for a tighter budget, a new kind of user fact, a check for old values, and the
-streaming variant of the assistant's ``ask`` (``streamed`` in ``helpers/assistant.py``).
+streaming variant of the assistant's ``ask`` (``streamed`` in ``helpers/app/assistant.py``).
 
 Every check runs on the offline stand-in whatever backend the notebook uses (a check never sends a
 conversation to a hosted model), on conversations and cases of its own (several generated from seeds), and
@@ -18,13 +18,13 @@ from pathlib import Path
 import httpx2
 import openai
 
-from helpers.agent_turn import EMPTY_REPLY
-from helpers.assistant import TAKEN_BACK, checked, open_assistant, refused
-from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL
+from helpers.agent.turn import EMPTY_REPLY
+from helpers.app.assistant import TAKEN_BACK, checked, open_assistant, refused
+from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL
 from helpers.exercises import Exercise, Hint
 from helpers.exercises.nb12_replay import BUDGET, TIGHT_BUDGET, context_lines, offline, replay_shares
 from helpers.facts.writer import FactMemory
-from helpers.guardrails import FALLBACK, GROUNDING_PROMPT, REFUSAL
+from helpers.retrieval.guardrails import FALLBACK, GROUNDING_PROMPT, REFUSAL
 from helpers.memory.assembler import MemoryAssembler
 from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError, Shares
 from helpers.memory.profile import ProfileMemory

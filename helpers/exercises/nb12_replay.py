@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from helpers import tokens
-from helpers.client import make_client
-from helpers.config import load_settings
+from helpers.core import tokens
+from helpers.llm.client import make_client
+from helpers.llm.config import load_settings
 from helpers.memory.assembler import MemoryAssembler, assemble_context
 from helpers.memory.budget import Shares
 from helpers.memory.convgen import generate
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 
 BUDGET, TIGHT_BUDGET, WINDOW = 1500, 950, 6
 EXERCISE_SEED = 120  # exercise 1's own conversation: neither the notebook's seed nor the benchmark's

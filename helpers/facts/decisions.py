@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from helpers.facts.schema import CheckedCandidate
-from helpers.facts.store import AuditEntry, StoredFact
+from helpers.facts.fact_store import AuditEntry, StoredFact
 
 if TYPE_CHECKING:  # only for annotations: the writer imports this module
     from helpers.facts.writer import Plan

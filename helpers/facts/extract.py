@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from helpers.errors import WorkshopError
+from helpers.core.errors import WorkshopError
 from helpers.facts.background import BackgroundWriter
 from helpers.facts.decisions import FactDecision
 from helpers.facts.pipeline import (AttributeSet, Found, ModelExtractor, ReplyFormatError, candidates_from,
@@ -151,7 +151,7 @@ def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id:
                       attributes: Mapping[str, AttributeSpec]) -> Extraction:
     extractor = ModelExtractor(delivery_set(attributes), user_id=user_id, client=client, model=model)
     try:
-        reply = extractor.ask(seq, text)  # helpers.client.chat, the one call path: server quirks
+        reply = extractor.ask(seq, text)  # helpers.llm.client.chat, the one call path: server quirks
     except Exception as err:  # any transport or API failure: no candidates, one logged reason
         problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
     else:

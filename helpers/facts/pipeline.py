@@ -15,14 +15,14 @@ the list is closed or open. Two domains use it:
 Two extractors, one interface (``Extractor``):
 
 * ``RuleExtractor(domain, user_id=...)``: the domain's rules, offline, no server;
-* ``ModelExtractor(domain, user_id=..., client=...)``: one chat completion through ``helpers.client.chat``
+* ``ModelExtractor(domain, user_id=..., client=...)``: one chat completion through ``helpers.llm.client.chat``
   with ``response_format={"type": "json_object"}`` and a bound on the reply.
 
 A model is asked the same way for every domain: ``extraction_request`` is one system prompt
 (``extraction_prompt``: the task, the domain's attributes with their descriptions, closed or open) and the
 turn in sections (``USER SAID``, ``ASSISTANT REPLIED``). Every domain's reply has one shape,
 ``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``, written and read by
-``helpers.context_format`` (``write_fact_reply`` / ``read_fact_reply``: the offline stand-in answers with the
+``helpers.core.context_format`` (``write_fact_reply`` / ``read_fact_reply``: the offline stand-in answers with the
 same writer), and ``read_reply`` reads it strictly for a domain: a closed domain's attribute must be one of
 its list, an open domain's a label (``name``, ``locker number``, or a kind and a topic: ``constraint/diet``).
 Any problem anywhere gives ``ReplyFormatError`` naming it, and nothing of the reply is used. Whether a turn
@@ -37,14 +37,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
-from helpers.client import chat
-from helpers.context_format import (ASSISTANT_REPLIED, FACT_EXTRACTOR, USER_SAID, ReplyFact, is_fact_label,
+from helpers.llm.client import chat
+from helpers.core.context_format import (ASSISTANT_REPLIED, FACT_EXTRACTOR, USER_SAID, ReplyFact, is_fact_label,
                                     read_fact_reply, task_intro, write_attributes, write_fact_reply,
                                     write_section)  # the request's sections and the reply's one shape
-from helpers.errors import ConfigError, WorkshopError
+from helpers.core.errors import ConfigError, WorkshopError
 from helpers.facts.decisions import FactDecision
 from helpers.facts.schema import MAX_EVIDENCE_CHARS, MAX_VALUE_CHARS, AttributeSpec, Candidate
-from helpers.text import shorten
+from helpers.core.text import shorten
 
 OPEN_DESCRIPTION = "stated by the user"  # what an open domain's attribute is described as when first named
 MAX_PROBLEMS = 5  # a rejected reply's error names this many problems, then how many more there were
@@ -146,7 +146,7 @@ def extraction_prompt(domain: AttributeSet) -> str:
 def extraction_request(domain: AttributeSet, turn_id: int, user_text: str, assistant_text: str = "") -> list[dict]:
     """A model's request for one turn: ``extraction_prompt(domain)``, then the user's words (``USER SAID``) and
     the assistant's reply as context only (``ASSISTANT REPLIED``, clipped to ``domain.context_chars``)."""
-    body = write_section(USER_SAID, str(user_text or ""), f"turn {turn_id}")  # helpers.context_format: sections
+    body = write_section(USER_SAID, str(user_text or ""), f"turn {turn_id}")  # helpers.core.context_format: sections
     if assistant_text:
         clipped = " ".join(str(assistant_text).split())[:domain.context_chars]
         body += "\n\n" + write_section(ASSISTANT_REPLIED, clipped, "context only, never a source of facts")
@@ -160,7 +160,7 @@ def _open_label(text: str) -> str:
 
 def read_reply(domain: AttributeSet, reply: Any) -> list[Found]:
     """What a model's reply states for ``domain``, or ``domain.error`` (a ``ReplyFormatError``) naming every
-    problem: the shape of ``helpers.context_format.read_fact_reply``, then each attribute one of a closed
+    problem: the shape of ``helpers.core.context_format.read_fact_reply``, then each attribute one of a closed
     domain's list or, in an open domain, a label (``is_fact_label``), each value and evidence within the
     store's limits. Strict: one problem anywhere, and nothing of the reply is used."""
     facts, problems = read_fact_reply(reply)
@@ -251,7 +251,7 @@ class ModelExtractor(_OneDomain):
     """The domain's request to a model (``extraction_request``), its reply read strictly (``read_reply``:
     ``ReplyFormatError`` when malformed); the domain's ``corrects`` rule marks corrections.
 
-    The request goes through ``helpers.client.chat`` (the one call path: server quirks, errors explained);
+    The request goes through ``helpers.llm.client.chat`` (the one call path: server quirks, errors explained);
     ``model`` wins, then the settings' chat model.
     """
 

@@ -5,7 +5,7 @@ facts pane). ``facts_message`` is the system message an agent reads: each curren
 ``(current)``, each value a correction replaced marked ``(superseded)`` with what replaced it, and
 a key whose sources disagree shown as unsettled - so an old value never reaches the model unmarked.
 
-Every fact is exactly one line, written by ``helpers.context_format.write_fact_line`` (the format's
+Every fact is exactly one line, written by ``helpers.core.context_format.write_fact_line`` (the format's
 owner, whose reader the offline stand-in uses): values, subjects, attributes and source names pass
 through ``one_line`` (a line break in a value is shown as ``\\n``), so a value can never add a line of
 its own -- a forged ``- delivery window: evening (current)`` fact, say.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from helpers.context_format import FACTS_TITLE, one_line, quote_text, write_fact_line  # the fact line's owner
-from helpers.facts.store import StoredFact
+from helpers.core.context_format import FACTS_TITLE, one_line, quote_text, write_fact_line  # the fact line's owner
+from helpers.facts.fact_store import StoredFact
 
 
 def _label(fact: StoredFact) -> str:

@@ -1,7 +1,7 @@
 """What a fact candidate must be before the writer decides anything about it (notebook 10).
 
 A ``Candidate`` is a claim with its provenance. ``check_candidate`` turns it into a
-``CheckedCandidate`` - ids in the canonical form every store uses (``helpers.ids``: NFKC, stripped), the value's identity computed by its
+``CheckedCandidate`` - ids in the canonical form every store uses (``helpers.core.ids``: NFKC, stripped), the value's identity computed by its
 ``AttributeSpec``, the key built - or into a list of problems. A candidate with problems is
 audited as ``rejected`` and never stored; that includes anything no backend can store (a NUL
 character, a lone surrogate, a version of 2**63 or more, a key too long for an index).
@@ -13,8 +13,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from helpers.facts.store import SOURCE_KINDS, LockKey
-from helpers.ids import canonical_id, id_problem
+from helpers.facts.fact_store import SOURCE_KINDS, LockKey
+from helpers.core.ids import canonical_id, id_problem
 
 MAX_VALUE_CHARS, MAX_NAME_CHARS, MAX_EVIDENCE_CHARS = 300, 200, 2000
 MAX_VERSION = 2**63 - 1  # the largest SQLite INTEGER and PostgreSQL BIGINT
@@ -32,7 +32,7 @@ def normalise_text(value: str) -> str:
 
 
 def normalise_id(value: str) -> str:
-    """An id as every store keys it: ``helpers.ids.canonical_id`` (NFKC, surrounding whitespace removed).
+    """An id as every store keys it: ``helpers.core.ids.canonical_id`` (NFKC, surrounding whitespace removed).
 
     The session stores key user and session ids by the same function, so 'ada ', 'Zoe\u0308' / 'Zo\u00eb'
     and full-width '\uff41\uff44\uff41' name one user in both; case is kept ('Ada' is another user).
@@ -152,7 +152,7 @@ def _text_problems(raw: Mapping[str, Any]) -> list[str]:
     problems, texts = [], {}
     for name, limit in _LIMITS:
         text = raw.get(name)
-        if name in _ID_FIELDS:  # ids follow the one rule every store uses (helpers/ids.py)
+        if name in _ID_FIELDS:  # ids follow the one rule every store uses (helpers/core/ids.py)
             problem = id_problem(text, name)
             if problem is None or (isinstance(text, str) and UNSTORABLE.search(text)):
                 texts[name] = text  # an unstorable character is named below, with its position

@@ -27,15 +27,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from helpers.clock import now
-from helpers.errors import WorkshopError
+from helpers.core.clock import now
+from helpers.core.errors import WorkshopError
 from helpers.facts.decisions import FactDecision, decision_for, quoted_values
 from helpers.facts.prompt import format_facts  # noqa: F401  (callers import it from here too)
 from helpers.facts.schema import (  # noqa: F401  (PREVIEW_CHARS, normalise_text: re-exported for callers)
     DEFAULT_ATTRIBUTES, PREVIEW_CHARS, REASON_CHARS, UNSTORABLE, AttributeSpec, Candidate, CheckedCandidate,
     check_candidate, normalise_id, normalise_text, rejected_fields, storable_preview,
 )
-from helpers.facts.store import (
+from helpers.facts.fact_store import (
     ACTIVE, CONFLICT, ELIGIBLE_KINDS, INELIGIBLE, SUPERSEDED, AuditEntry, FactStore, Provenance,
     SQLiteFactStore, StoredFact, WorkingSet,
 )

@@ -23,7 +23,7 @@ keeps) follows. The shares, the block fitters and the report types are in
      first, stopping at the first that does not (no gaps, never half a turn).
    A block's unused share goes to the window, not to the next block.
 
-The result is never over budget (by ``count``, default ``helpers.tokens.count_message``:
+The result is never over budget (by ``count``, default ``helpers.core.tokens.count_message``:
 exact for the offline stand-in, a cautious estimate elsewhere), always passes
 ``find_problems``, and comes with a ``ContextReport`` of what was included and dropped.
 
@@ -53,17 +53,18 @@ import warnings
 from dataclasses import replace
 from typing import Any, Sequence
 
-from helpers import tokens
-from helpers.history import HistoryError, keep_newest
+from helpers.core.errors import WorkshopError
+from helpers.core import tokens
+from helpers.chat.history import HistoryError, keep_newest
 from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Count, Part, Shares, fact_text,
                                    fit_profile, fit_recall, fit_summary, fixed_parts, relevant_first)
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import Recalled, turn_parts
 from helpers.memory.recall_index import RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
-from helpers.context_format import quote_text  # the superseded note's values stand between double quotes
-from helpers.memory.summary_format import format_turn_ids, one_line, safe_lines
-from helpers.validity import find_problems
+from helpers.core.context_format import quote_text  # the superseded note's values stand between double quotes
+from helpers.core.context_format import format_turn_ids, one_line, safe_lines
+from helpers.chat.validity import find_problems
 
 DEFAULT_WINDOW_TURNS = 6
 
@@ -143,9 +144,13 @@ def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
 
 def _one_line_fact(fact: Any) -> Any:
     """A profile fact whose key, topic and value are each one line without double quotes (``quote_text``), for
-    a superseded note: ``helpers.context_format.read_superseded_notes`` reads back exactly what it says."""
+    a superseded note: ``helpers.core.context_format.read_superseded_notes`` reads back exactly what it says."""
     return replace(fact, key=quote_text(fact.key), topic=quote_text(fact.topic), value=quote_text(fact.value))
 
+
+
+class MemoryStateError(WorkshopError, ValueError):
+    """Stored memory state that this memory cannot read (the session store reports it, naming the session)."""
 
 class MemoryAssembler:
     """A rolling summary, recall of older turns and a profile, assembled under one budget per request.
@@ -153,7 +158,7 @@ class MemoryAssembler:
     Pass ``summariser=False`` / ``recall=False`` / ``profile=False`` to switch a strategy off
     (all off: the plain window). ``keep`` lists facts every summary must preserve.
     ``window_turns`` is the sliding window a session uses when it has no ``max_turns``.
-    It has every member of ``helpers.session.Memory``, the protocol ``ChatSession(memory=...)`` is written
+    It has every member of ``helpers.chat.chat_session.Memory``, the protocol ``ChatSession(memory=...)`` is written
     against (``tests/test_incremental_saves.py`` checks both).
     """
 
@@ -295,7 +300,7 @@ class MemoryAssembler:
         if self.profile is not None:
             self.profile.restore({})
 
-    # -- snapshots: a small shared part, and one part per turn (see ``helpers.session_memory``)
+    # -- snapshots: a small shared part, and one part per turn (see ``helpers.chat.memory_protocol``)
     def shared_state(self) -> dict:
         """The state without any turn's part: summary, turns waiting for it, pins (``"turns"`` left empty)."""
         return {"summary": self.summary.to_dict(), "pending": [[i, list(m)] for i, m in self.pending],
@@ -327,12 +332,12 @@ class MemoryAssembler:
         """Counterpart of ``state`` (also reads states saved before turns had parts of their own)."""
         state = state or {}
         if not isinstance(state.get("summary") or {}, dict):
-            raise ValueError(f"the memory's summary is a {type(state['summary']).__name__}, not a dict")
+            raise MemoryStateError(f"the memory's summary is a {type(state['summary']).__name__}, not a dict")
         self.summary = RollingSummary.from_dict(state.get("summary"))
         self.pending = [(int(i), list(m)) for i, m in state.get("pending", [])]
         keep = state.get("keep", self.keep)
         if not isinstance(keep, list) or not all(isinstance(fact, str) for fact in keep):
-            raise ValueError(f"the memory's pinned facts are {keep!r:.40}, not a list of texts")
+            raise MemoryStateError(f"the memory's pinned facts are {keep!r:.40}, not a list of texts")
         self.keep = list(keep)
         recall, profile = state.get("recall"), state.get("profile")
         if "turns" in state:  # each turn's part back into the recall index's and the profile's own states
@@ -398,40 +403,40 @@ def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
     A part that is not what ``turn_state`` writes raises ValueError naming its turn (the session reports
     the stored data as damaged)."""
     if not isinstance(turns, dict):
-        raise ValueError(f"the memory's turn parts are a {type(turns).__name__}, not a dict")
+        raise MemoryStateError(f"the memory's turn parts are a {type(turns).__name__}, not a dict")
     recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}}
     statements = []
     for key in sorted(turns, key=_turn_key):
         part = turns[key]
         if not isinstance(part, dict):
-            raise ValueError(f"the memory part of turn {key} is a {type(part).__name__}, not a dict")
+            raise MemoryStateError(f"the memory part of turn {key} is a {type(part).__name__}, not a dict")
         found = part.get("recall")
         if found is not None and not isinstance(found, dict):
-            raise ValueError(f"the recall part of turn {key} is a {type(found).__name__}, not a dict")
+            raise MemoryStateError(f"the recall part of turn {key} is a {type(found).__name__}, not a dict")
         if found is not None and found.get("skipped"):
             recall_state["skipped"].append(int(key))
         elif found is not None:
             quote, texts = found.get("quote"), found.get("texts")
             if not isinstance(quote, str) or not isinstance(texts, list) \
                     or not all(isinstance(t, str) for t in texts):
-                raise ValueError(f"the recall part of turn {key} has no quote and texts")
+                raise MemoryStateError(f"the recall part of turn {key} has no quote and texts")
             answers = found.get("answers", 0)
             if type(answers) is not int or not 0 <= answers <= len(texts):
-                raise ValueError(f"the recall part of turn {key} counts {answers!r:.20} answer pieces")
+                raise MemoryStateError(f"the recall part of turn {key} counts {answers!r:.20} answer pieces")
             recall_state["quotes"][key], recall_state["texts"][key] = quote, list(texts)
             if answers:
                 recall_state["answers"][key] = answers
         said = part.get("profile", [])
         if not isinstance(said, list) or not all(isinstance(s, dict) for s in said):
-            raise ValueError(f"the profile part of turn {key} is not a list of statements")
+            raise MemoryStateError(f"the profile part of turn {key} is not a list of statements")
         statements += [dict(s) for s in said]
     if profile is not None and not isinstance(profile, dict):
-        raise ValueError(f"the memory's profile state is a {type(profile).__name__}, not a dict")
+        raise MemoryStateError(f"the memory's profile state is a {type(profile).__name__}, not a dict")
     return recall_state, {**(profile or {}), "statements": statements}
 
 
 def _turn_key(key: Any) -> int:
     """A ``"turns"`` key as the turn id it names (ValueError for anything else)."""
     if not isinstance(key, str) or not key.lstrip("-").isdigit():
-        raise ValueError(f"the memory names turn {key!r:.20}, not a whole number")
+        raise MemoryStateError(f"the memory names turn {key!r:.20}, not a whole number")
     return int(key)

@@ -20,12 +20,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from helpers.context_format import read_fact_line
-from helpers.errors import ConfigError, EmptyMessageError, WorkshopError
+from helpers.core.context_format import read_fact_line
+from helpers.core.errors import ConfigError, EmptyMessageError, WorkshopError
 from helpers.memory.profile import PROFILE_HEADER
 from helpers.memory.recall import RECALL_HEADER, Recalled
 from helpers.memory.summary import RollingSummary, trim_summary_lines
-from helpers.memory.summary_format import format_turn_ids
+from helpers.core.context_format import format_turn_ids
 
 Count = Callable[[dict], int]  # the tokens one message costs
 
@@ -215,7 +215,7 @@ _STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to
 
 def fact_text(line: str) -> str:
     """A profile line as the user would say it: ``- locker: 4471 (turn 3)`` -> ``my locker is 4471``."""
-    fact = read_fact_line(line)  # helpers.context_format: the fact line's one reader
+    fact = read_fact_line(line)  # helpers.core.context_format: the fact line's one reader
     if fact is not None:
         return f"my {fact.label.replace('/', ' ')} is {fact.value}"
     label, _, value = (line[2:] if line.startswith("- ") else line).split(" (turn ", 1)[0].partition(": ")

@@ -25,8 +25,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from helpers.errors import ConfigError
-from helpers.knowledge_files import load_knowledge_base
+from helpers.core.errors import ConfigError
+from helpers.retrieval.knowledge_files import load_knowledge_base
 from helpers.memory.convgen_phrases import (ATTRIBUTES, CAMPUS_FORMS, CORRECT, FOLLOW_UPS, LONG_FORMS,
                                             RESTATE, SCRIPTED_FACTS, SMALL_TALK, STATE)
 

@@ -3,7 +3,7 @@
 ``run_case(conversation)`` replays the user's turns of a ``helpers.memory.convgen`` conversation
 through a real ``ChatSession(memory=MemoryAssembler(), ...)`` with its tools, against the offline
 stand-in. A recording transport keeps every request body the session sends, so the hybrid's
-numbers are those of the exact requests, tool schemas included, counted with ``helpers.tokens``.
+numbers are those of the exact requests, tool schemas included, counted with ``helpers.core.tokens``.
 At the same point of the same conversation, every other strategy's first request is assembled
 from the same raw turns and memory state (tools included): full history, the window alone, the
 window plus one memory, or the hybrid with one layer off (``ABLATIONS``).
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 import httpx2
 import openai
 
-from helpers import tokens
-from helpers.client import offline_transport  # the stand-in, reached through the client's transport
-from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
-from helpers.history import split_turns
-from helpers.knowledge_files import load_knowledge_base
+from helpers.core import tokens
+from helpers.llm.client import offline_transport  # the stand-in, reached through the client's transport
+from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
+from helpers.chat.history import split_turns
+from helpers.retrieval.knowledge_files import load_knowledge_base
 from helpers.memory.assembler import MemoryAssembler, assemble_context
 from helpers.memory.convgen import Conversation
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 
 BUDGET, WINDOW = 1500, 6
 # name -> (memory layers used, under the budget?); "hybrid" is the session itself, measured, not replayed

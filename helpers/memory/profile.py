@@ -30,7 +30,7 @@ the assistant said becomes a user fact, "Cal" is not
 taken from "calculus", and a question is never a statement of fact ("Can you call me Cal?" names
 nobody). ``lines()`` shows each current fact with the turn and date it was last stated; facts
 older than ``stale_after`` are "possibly outdated", and a corrected fact names the value it
-superseded and its turn. Every line is one line, written by ``helpers.context_format.write_fact_line``
+superseded and its turn. Every line is one line, written by ``helpers.core.context_format.write_fact_line``
 (the format's owner): labels and values pass through ``one_line``.
 """
 from __future__ import annotations
@@ -45,15 +45,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 
-from helpers import clock
-from helpers.client import get_settings
-from helpers.errors import ConfigError, WorkshopWarning
-from helpers.context_format import PROFILE_HEADER, profile_mark, quote_text, write_fact_line  # the line's owner
+from helpers.core import clock
+from helpers.llm.client import get_settings
+from helpers.core.errors import ConfigError, WorkshopWarning
+from helpers.core.context_format import PROFILE_HEADER, profile_mark, quote_text, write_fact_line  # the line's owner
 from helpers.facts.pipeline import Extractor, ModelExtractor, ReplyFormatError, RuleExtractor
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory, normalise_text
 from helpers.memory.profile_extraction import CAMPUS, attribute_label, campus_set, split_label, stated_parts
 from helpers.memory.recall import is_substantive
-from helpers.text import shorten
+from helpers.core.text import shorten
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class ProfileFact:
     topic: str
     value: str
     turn_id: int
-    recorded_at: str  # ISO 8601 with offset, from helpers.clock.now()
+    recorded_at: str  # ISO 8601 with offset, from helpers.core.clock.now()
     fact_id: int | None = None
     superseded_by: int | None = None  # fact id of the value that replaced this one
     version: int | None = None  # the statement's version in the fact store (orders statements; see the module)

@@ -8,7 +8,7 @@ extractors produce the same items, ``{"key": ..., "topic": ..., "value": ...}`` 
 is ``attribute_label(key, topic)``: ``name``, ``locker number``, ``constraint/diet``):
 
 - ``extract_with_rules`` (the default for the offline stand-in): ``"my <attribute> is|are <value>"``
-  plus the profile rules for names, diets, schedules, preferences and goals (``helpers.profile_rules``,
+  plus the profile rules for names, diets, schedules, preferences and goals (``helpers.core.profile_rules``,
   which the stand-in's fact extractor reads too), both applied only to ``stated_parts``: a question
   is never a statement of fact, so "Can you call me Cal?" names nobody;
 - ``extract_with_model``: sends the fact pipeline's one request for this set (``CAMPUS.request``: its
@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from helpers.context_format import read_fact_label, write_fact_label  # the label's owner
+from helpers.core.context_format import read_fact_label, write_fact_label  # the label's owner
 from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
 from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
-from helpers.profile_rules import stated_facts
+from helpers.core.profile_rules import stated_facts
 
 EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
@@ -82,7 +82,7 @@ def extract_with_rules(user_text: str) -> list[dict]:
         return []
     said = "\n".join(run.replace(_DOT, ".") for run in runs)  # one line per run: no rule reads across two
     pieces = (piece for run in runs for piece in _SENTENCE_END.split(run))  # "Dr. Varga" stays in one piece
-    # helpers.profile_rules: the rules the stand-in's fact extractor reads too
+    # helpers.core.profile_rules: the rules the stand-in's fact extractor reads too
     return [{**item, "value": item["value"].replace(_DOT, ".")} for item in stated_facts(said, pieces)]
 
 

@@ -33,10 +33,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from helpers.context_format import (EMPTY_MESSAGE, RECALL_HEADER, safe_lines, write_quote_line,  # the owner
+from helpers.core.context_format import (EMPTY_MESSAGE, RECALL_HEADER, safe_lines, write_quote_line,  # the owner
                                     write_tools_line, write_turn_line)
-from helpers.text import shorten
-from helpers.tokens import content_text
+from helpers.core.text import shorten
+from helpers.core.tokens import content_text
 
 ACKNOWLEDGEMENTS = frozenset("""ok okay k kk thanks thank you thx ty cool great nice sure yes yep yeah no nope
 fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol sounds good will do

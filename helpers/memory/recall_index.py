@@ -2,7 +2,7 @@
 
 Every finished turn is offered to ``RecallIndex.add``, which keeps only evidence
 (``helpers.memory.recall``: the user's statements, and the final answer of a turn that used a
-tool). It is embedded where the ``embeddings`` setting says (``helpers.embedding_backend``: MiniLM
+tool). It is embedded where the ``embeddings`` setting says (``helpers.retrieval.embedding_backend``: MiniLM
 on this machine, hosted NIM, or the chat server's ``/v1/embeddings``; the offline stand-in runs the
 local MiniLM model there) -- lazily, in one batch, the
 first time a search needs it. Each of the user's sentences is embedded on its own (and the final
@@ -34,10 +34,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from helpers import embeddings  # the module: embeddings.embed_texts is looked up at each call
-from helpers.client import get_client, get_settings
-from helpers.embedding_backend import embedding_client
-from helpers.errors import ConfigError, WorkshopWarning
+from helpers.retrieval import embeddings  # the module: embeddings.embed_texts is looked up at each call
+from helpers.llm.client import get_client, get_settings
+from helpers.retrieval.embedding_backend import embedding_client
+from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.memory.recall import (Recalled, clip, is_substantive, merge_repeats, quote_turn, rank,
                                    statements, turn_parts)
 

@@ -25,13 +25,13 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from helpers.client import chat, get_settings
-from helpers.errors import ConfigError, WorkshopError, WorkshopWarning
-from helpers.context_format import (EMPTY_MESSAGE, escape_body, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
+from helpers.llm.client import chat, get_settings
+from helpers.core.errors import ConfigError, WorkshopError, WorkshopWarning
+from helpers.core.context_format import (EMPTY_MESSAGE, escape_body, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
                                     read_pinned_line, safe_lines, write_pinned_line, write_summary_header,
                                     write_turn_line)  # the formats' owner (SUMMARY_HEADER: re-exported)
-from helpers.text import shorten
-from helpers.tokens import content_text
+from helpers.core.text import shorten
+from helpers.core.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools

@@ -7,5 +7,5 @@ since the stored revision - as rows, and back) and ``base`` (the SQL of a save, 
 ``postgres``, the same protocol on PostgreSQL); ``persistent`` has ``PersistentSession``, a ChatSession
 that saves itself after every turn, undo and reset (writing only what changed), and rolls back a change
 whose save failed. ``snapshot`` re-exports the snapshot support, which lives with the session
-(``helpers.session_snapshot``).
+(``helpers.chat.snapshot``).
 """

@@ -5,7 +5,7 @@ A ``ChatSession`` already describes itself as plain data (``snapshot()``) and co
 loading is reading it back. ``chat_and_save`` saves only after a turn completed, so a turn that
 fails saves nothing.
 
-``helpers.sessions.store`` keeps the same idea (the same snapshot, keyed the same way, saved after
+``helpers.sessions.session_store`` keeps the same idea (the same snapshot, keyed the same way, saved after
 each completed turn) and adds what a real application needs: one row per turn, revisions that
 refuse to overwrite another writer's turns, rollback in memory when a save fails, undo and forks
 that are saved, refusal of files that are not its own, and the same protocol on PostgreSQL.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from helpers.session import ChatSession
+from helpers.chat.chat_session import ChatSession
 
 
 def open_db(path):

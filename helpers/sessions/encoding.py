@@ -37,10 +37,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from helpers.history import split_turns
+from helpers.chat.history import split_turns
 from helpers.memory.recall_index import RecallWarning
-from helpers.session import ChatSession
-from helpers.session_snapshot import SnapshotChanges
+from helpers.chat.chat_session import ChatSession
+from helpers.chat.snapshot import SnapshotChanges
 from helpers.sessions.protocol import SessionDamagedError, SessionStoreError
 
 Row = tuple[int, str, str, str, str]  # (turn_id, state, question, body, digest)

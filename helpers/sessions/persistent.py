@@ -1,8 +1,8 @@
 """A session that saves itself: every completed turn, undo and reset goes to a SessionStore.
 
 ``PersistentSession.open(store, user_id, session_id)`` resumes a stored conversation or
-starts a new one; it works the same on SQLite (``helpers.sessions.store``) and PostgreSQL
-(``helpers.sessions.postgres``).
+starts a new one; it works the same on SQLite (``helpers.sessions.session_store``) and PostgreSQL
+(``helpers.sessions.session_store_pg``).
 
 A save costs the new turn, not the history: the session remembers where it stood at the stored
 revision (``ChatSession.mark``), and each save writes only what changed since
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from helpers.session import ChatSession
-from helpers.session_snapshot import SnapshotError, SnapshotMark, TurnRecord
-from helpers.sessions.base import restore
+from helpers.chat.chat_session import ChatSession
+from helpers.chat.snapshot import SnapshotError, SnapshotMark, TurnRecord
+from helpers.sessions.store_sql import restore
 from helpers.sessions.encoding import (check_unaltered, has_lone_surrogates, import_stored_vectors, recall_index,
                                        storable_text)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,

@@ -1,9 +1,9 @@
 """What every session store offers (lesson 11): the ``SessionStore`` protocol, its errors, and the ids it keys by.
 
-``helpers.sessions.store`` implements it on SQLite and ``helpers.sessions.postgres`` on PostgreSQL;
+``helpers.sessions.session_store`` implements it on SQLite and ``helpers.sessions.session_store_pg`` on PostgreSQL;
 ``PersistentSession``, the chat window and the terminal chat are written against this protocol only.
 
-Ids follow the one rule in ``helpers.ids`` (the fact stores use it too): NFKC, surrounding whitespace
+Ids follow the one rule in ``helpers.core.ids`` (the fact stores use it too): NFKC, surrounding whitespace
 removed, case kept; an empty, overlong, NUL- or lone-surrogate-holding id raises SessionStoreError.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from helpers.errors import WorkshopError
-from helpers.ids import check_id
-from helpers.session import ChatSession
-from helpers.session_snapshot import SnapshotChanges
+from helpers.core.errors import WorkshopError
+from helpers.core.ids import check_id
+from helpers.chat.chat_session import ChatSession
+from helpers.chat.snapshot import SnapshotChanges
 
 
 class SessionStoreError(WorkshopError, RuntimeError):
@@ -107,7 +107,7 @@ class SessionStore(Protocol):
 
 
 def check_ids(user_id: str, session_id: str) -> tuple[str, str]:
-    """The ids as every store keys them (``helpers.ids``: NFKC, surrounding whitespace removed, case kept).
+    """The ids as every store keys them (``helpers.core.ids``: NFKC, surrounding whitespace removed, case kept).
 
     Raises SessionStoreError for an id no store accepts: not a string, empty, over ``MAX_ID_CHARS``
     once normalised, or holding a NUL character or a lone surrogate. The fact stores key user ids by

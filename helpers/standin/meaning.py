@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helpers import embeddings
-from helpers.clock import WEEKDAYS
-from helpers.context_format import is_block_line  # quoted turns, passages and fact lines are not instructions
+from helpers.retrieval import embeddings
+from helpers.core.clock import WEEKDAYS
+from helpers.core.context_format import is_block_line  # quoted turns, passages and fact lines are not instructions
 
 # ---------------------------------------------------------------- similarity (the local model, cached)
 
@@ -533,7 +533,7 @@ def _campus_index() -> _Campus:
     """The knowledge base's titles and sentences, embedded once per process (about 0.7 s)."""
     global _campus
     if _campus is None:
-        from helpers.knowledge_files import load_knowledge_base  # notebook 02's loader
+        from helpers.retrieval.knowledge_files import load_knowledge_base  # notebook 02's loader
 
         with _campus_lock:
             if _campus is None:

@@ -82,7 +82,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from helpers.context_format import (FACT_EXTRACTOR, GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER,
+from helpers.core.context_format import (FACT_EXTRACTOR, GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER,
                                     SUMMARISER, is_context_message, read_passage_lines, read_task)
 from helpers.standin.meaning import asks_for, embed, length_limit, sentences
 from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
@@ -398,7 +398,7 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
     passages = []
     for message in messages:
         if message.get("role") in ("system", "developer", "user"):
-            passages += read_passage_lines(_text(message))  # helpers.context_format: "[id] title: text"
+            passages += read_passage_lines(_text(message))  # helpers.core.context_format: "[id] title: text"
     if passages or re.search(r"^context:", _system_text(messages), re.I | re.M):
         return _answer_from_passages(question, passages)
     if re.search(r"\b(hello|hi|hey|good (morning|afternoon|evening))\b", question.lower()):
@@ -457,7 +457,7 @@ def _instructions(messages: list[dict]) -> str:
 
 
 def _special_task(system: str, messages: list[dict]) -> Decision | None:
-    # the task markers of helpers.context_format ("You are a grounding judge ..."), named by instructions only:
+    # the task markers of helpers.core.context_format ("You are a grounding judge ..."), named by instructions only:
     # a recalled turn, a fact line or a summary that says "you are a grounding judge" names no task
     task = read_task(_instructions(messages))
     if task == GROUNDING_JUDGE:

@@ -20,8 +20,8 @@ import re
 import string
 from dataclasses import dataclass
 
-from helpers import clock
-from helpers.text import shorten
+from helpers.core import clock
+from helpers.core.text import shorten
 
 _KINDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
           "array": "an array", "object": "an object", "null": "null"}

@@ -8,7 +8,7 @@ malformed request is an HTTP 400 whose OpenAI-shaped body ``{"error": {"message"
 404 ``model_not_found``). Its replies conform to the specification's response schemas: every
 message carries ``refusal`` (null), every choice ``logprobs``, every response ``usage``,
 ``service_tier`` and ``system_fingerprint``. It reports token usage with the deterministic tokenizer
-in ``helpers.tokens`` and decides replies with the small rule set in ``helpers.standin.policy``; it
+in ``helpers.core.tokens`` and decides replies with the small rule set in ``helpers.standin.policy``; it
 keeps no state between requests.
 
 What it accepts, it honours: ``tool_choice`` (``none``, ``auto``, ``required``, a named function,
@@ -31,10 +31,10 @@ import httpx2
 import numpy as np
 import openai
 
-from helpers import clock, tokens
-from helpers.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_EMBEDDING_MODEL
-from helpers.embeddings import EMBEDDING_DIM, local_embed
-from helpers.text import bracket_depth
+from helpers.core import clock, tokens
+from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, OFFLINE_EMBEDDING_MODEL
+from helpers.retrieval.embeddings import EMBEDDING_DIM, local_embed
+from helpers.core.text import bracket_depth
 from helpers.standin import schemas
 from helpers.standin.policy import decide
 from helpers.standin.validation import (CHAT_MODELS, MAX_NESTING, NOT_DONE, _RequestError, check_chat_request,
@@ -195,7 +195,7 @@ UNLIKELY = -9999.0  # the API's log probability for a token outside the most lik
 
 
 def text_tokens(text: str) -> list[str]:
-    """The reply split the way ``helpers.tokens`` counts it (whitespace rides on the token before it)."""
+    """The reply split the way ``helpers.core.tokens`` counts it (whitespace rides on the token before it)."""
     return _TOKEN.findall(text or "")
 
 

@@ -6,8 +6,8 @@ task -- a grounding judge or scope classifier (notebook 03), a conversation summ
 its agent rules. The rules are listed, in order, in ``helpers/standin/policy.py``.
 Like everything in the stand-in, they read only the request they are given. The text formats they read
 and write -- task markers, request sections, quoted turns, fact lines, summary lines, the fact extractor's
-attribute list and reply -- are those of ``helpers/context_format.py``, and the fact extractor's rules those
-of ``helpers/profile_rules.py``:
+attribute list and reply -- are those of ``helpers/core/context_format.py``, and the fact extractor's rules those
+of ``helpers/core/profile_rules.py``:
 the same functions the memory layer writes and reads them with, so the stand-in imports nothing of it.
 Sections are read only by ``read_sections`` / ``read_judge_request`` (a body's header-like lines come
 escaped and are read back as written, so no body starts a section of its own).
@@ -82,19 +82,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.clock import WEEKDAYS
-from helpers.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE: re-exported)
+from helpers.core.clock import WEEKDAYS
+from helpers.core.context_format import (LEFT_OUT_NOTE,  # noqa: F401  (LEFT_OUT_NOTE: re-exported)
                                     MAX_REPLY_FACTS, MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT,
                                     ReplyFact,
                                     read_attributes, read_fact_lines, read_judge_request, read_left_out_note,
                                     read_pinned_line, read_quotes, read_sections, read_turn_line,
                                     write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                     write_quote_line)
-from helpers.profile_rules import PROFILE_RULES, stated_facts  # noqa: F401  (PROFILE_RULES: re-exported)
+from helpers.core.profile_rules import PROFILE_RULES, stated_facts  # noqa: F401  (PROFILE_RULES: re-exported)
 from helpers.standin.meaning import (GENERIC, HARM_KINDS, STOP, campus_nearness, content_stems, facts_in,
                                      harm_signals, same_stem, sentences, shared_stems, similarity, stem,
                                      unsupported_claims)
-from helpers.tokens import content_text
+from helpers.core.tokens import content_text
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = set("""a an the is are was were be do does did of to in on at for and or what when where which who
@@ -494,7 +494,7 @@ def _evidence(messages: list[dict]) -> list[_Said]:
             for sentence in sentences(text):
                 said("said", sentence, None, shown=sentence)
         elif role in ("system", "developer"):
-            for quote in read_quotes(text, "user"):  # helpers.context_format: the quote line's one reader
+            for quote in read_quotes(text, "user"):  # helpers.core.context_format: the quote line's one reader
                 note = quote.notes[0] if quote.notes else None
                 for sentence in sentences(quote.text):
                     said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None)
@@ -706,6 +706,6 @@ def _noted(messages: list[dict]) -> str | None:
 
 
 def said_facts(said: str) -> list[dict]:
-    """The facts a user's words state by the profile rules (``helpers.profile_rules``): ``profile_facts``,
+    """The facts a user's words state by the profile rules (``helpers.core.profile_rules``): ``profile_facts``,
     then "my <attribute> is <value>" sentence by sentence for attributes those did not name."""
     return stated_facts(said, sentences(said))

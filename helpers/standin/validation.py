@@ -9,7 +9,7 @@ The rules follow the published API (the openai-openapi specification and the API
   ``unknown_parameter``, ``empty_array``...);
 - rules the real API enforces beyond the schema are enforced too: message ``name`` values match
   ``^[a-zA-Z0-9_-]+$``, ``logit_bias`` keys are token ids, tool results answer the tool calls just
-  before them (``helpers.validity``), ``strict`` schemas close every object and require every property,
+  before them (``helpers.chat.validity``), ``strict`` schemas close every object and require every property,
   JSON mode needs the word "json" in the messages, ``tool_choice`` needs ``tools``, ``top_logprobs``
   needs ``logprobs``, ``stream_options`` needs ``stream``;
 - what the stand-in cannot honour is refused with a 400 that says "the offline stand-in does not do
@@ -26,10 +26,10 @@ import re
 
 import httpx2
 
-from helpers.config import OFFLINE_CHAT_MODEL
+from helpers.llm.config import OFFLINE_CHAT_MODEL
 from helpers.standin.schemas import problem as schema_problem
-from helpers.text import shorten
-from helpers.validity import scan, word_problems
+from helpers.core.text import shorten
+from helpers.chat.validity import scan, word_problems
 
 CHAT_MODELS = (OFFLINE_CHAT_MODEL,)
 MAX_TOOLS = 128
@@ -200,7 +200,7 @@ def _check_message_fields(messages: list) -> None:
 
 
 def _conversation_problem(messages: list) -> _Invalid | None:
-    """The conversation-order problems of ``helpers.validity`` as one 400 naming the first message."""
+    """The conversation-order problems of ``helpers.chat.validity`` as one 400 naming the first message."""
     problems = scan(messages)
     if not problems:
         return None

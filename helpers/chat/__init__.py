@@ -1,0 +1,1 @@
+"""Notebook 07: what a strict server rejects, turn-safe trimming, the window, the multi-turn ``ChatSession`` with its snapshots, the ``Memory`` protocol it asks of ``memory=``, and measured token usage."""

@@ -1,0 +1,1 @@
+"""Foundations every layer uses: text, ids, errors, the clock, token counts, the text formats of a system message, the profile rules, DSNs, migrations and PostgreSQL plumbing. Imports nothing else of the package."""

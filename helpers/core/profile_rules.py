@@ -1,0 +1,91 @@
+"""The profile rules (notebook 09): what a user's words state about them, by regular expressions.
+
+One list of rules, ``PROFILE_RULES``, read in two places that must agree: the campus attribute set of
+the fact pipeline (``helpers.memory.profile_extraction.extract_with_rules``, the offline extractor) and
+the offline stand-in's fact-extractor task (``helpers.standin.tasks.extract_facts``), which
+answers a model extractor's request the way these rules read it. It sits at the bottom of the package,
+so neither has to import the other.
+
+Each rule is (key, topic, pattern): "my name is X" / "call me X" -> name; "my goal is to ..." / "I'm
+aiming to ..." -> goal; "I'm vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
+constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." -> preference. A topic ``*`` is worked
+out from the value (``topic_of``: a time of day or week is ``schedule``, a way to be reached ``contact``).
+"""
+from __future__ import annotations
+
+import re
+
+from helpers.core.clock import WEEKDAYS
+
+_NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
+_UNTIL = r"([^.!?,;\n]+)"
+_TIME_WORDS = re.compile(r"\b(mornings?|afternoons?|evenings?|nights?|weekends?|weekdays?|"
+                         + "|".join(WEEKDAYS) + r")s?\b", re.I)
+_CONTACT_WORDS = re.compile(r"\b(e-?mail|texts?|phone|calls?)\b", re.I)
+PROFILE_RULES: tuple[tuple[str, str, str], ...] = (
+    # (key, topic, pattern): topic "*" means "work it out from the value" (topic_of)
+    ("name", "name", r"\b(?i:my name is) " + _NAME),  # names must be capitalised; the lead-in may not be
+    ("name", "name", r"\b(?i:call me|i go by) " + _NAME),
+    ("goal", "goal", r"\bmy goal is to " + _UNTIL),
+    ("goal", "goal", r"\bi(?:'m| am) (?:aiming|hoping|planning) to " + _UNTIL),
+    ("constraint", "diet", r"\bi(?:'m| am) (vegetarian|vegan|pescatarian|gluten-free|lactose intolerant)\b"),
+    ("constraint", "allergy", r"\bi(?:'m| am) (allergic to [a-z -]+?)(?=[.!?,;\n]|$)"),
+    ("constraint", "*", r"\bi ((?:can't|cannot|can not) (?:do|make|attend) [^.!?,;\n]+)"),
+    ("preference", "*", r"\bi(?:'d| would)? (?:really )?prefer " + _UNTIL),
+)
+_FILLER_TAIL = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|please|anyway))+$", re.I)
+
+
+def topic_of(value: str) -> str:
+    """The topic of a constraint or preference, from its value: schedule, contact, else its last noun."""
+    if _TIME_WORDS.search(value):
+        return "schedule"
+    if _CONTACT_WORDS.search(value):
+        return "contact"
+    words = re.findall(r"[a-z]+", value.lower())
+    return words[-1].rstrip("s") if words else "general"
+
+
+def profile_facts(said: str) -> list[dict]:
+    """``{"key", "topic", "value"}`` for each match of ``PROFILE_RULES`` in ``said`` (the user's words only)."""
+    facts = []
+    for key, topic, pattern in PROFILE_RULES:
+        for match in re.finditer(pattern, said, 0 if key == "name" else re.I):
+            value = _FILLER_TAIL.sub("", " ".join(match.group(1).split()).strip(" '\""))
+            facts.append({"key": key, "topic": topic_of(value) if topic == "*" else topic, "value": value})
+    return facts
+
+
+# "my <one to four words> is|are <value>": the value runs to the end of the sentence or clause
+MY_ATTRIBUTE = re.compile(r"\bmy\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)\s+(?:is|are|was)\s+"
+                          r"(?:now\s+|still\s+)?"
+                          r"([^,;!?]+?)\s*(?=,\s*(?:by the way|btw|and|but|so)\b|[.;!?]|$)", re.I)
+_NOT_ATTRIBUTES = {"name"}  # covered by the name rule, which knows "call me ..."
+_TAIL_WORDS = re.compile(r"(?:\s+(?:now|instead|these days|too|as well|anymore|again|then))+$", re.I)
+_LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|just so you know)[,:]?\s+)+",
+                         re.I)
+
+
+def my_attribute_facts(sentence: str) -> list[dict]:
+    """``{"key", "topic", "value"}`` for each "my <attribute> is <value>" in one sentence (open-ended: any
+    attribute the user names, its key and topic the attribute itself)."""
+    found = []
+    for match in MY_ATTRIBUTE.finditer(sentence):
+        attribute = " ".join(match.group(1).lower().split())
+        value = _TAIL_WORDS.sub("", _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\""))
+        if attribute not in _NOT_ATTRIBUTES and value:
+            found.append({"key": attribute, "topic": attribute, "value": value})
+    return found
+
+
+def stated_facts(said: str, sentences) -> list[dict]:
+    """``profile_facts(said)``, then "my <attribute> is <value>" in each of ``sentences`` (the same words, split
+    the caller's way) for attributes those did not name: one fact per (key, topic), first found first."""
+    facts = profile_facts(said)
+    seen = {(fact["key"], fact["topic"]) for fact in facts}
+    for sentence in sentences:
+        for fact in my_attribute_facts(sentence):
+            if (fact["key"], fact["topic"]) not in seen:
+                seen.add((fact["key"], fact["topic"]))
+                facts.append(fact)
+    return facts
