@@ -216,99 +216,135 @@ def _other_key(dotenv: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def load_settings(backend: str | None = None, *, prompt: bool = False, **overrides) -> Settings:
-    """Decide backend, URL, models and key from arguments, then environment, then .env, then defaults.
+@dataclass
+class _Draft:
+    """The settings ``load_settings`` is deciding: what was asked for, then what each backend's rule makes of it."""
 
-    ``base_url``, ``chat_model`` and ``embedding_model`` may be given as keyword arguments;
-    any other keyword replaces that field of the result (e.g. ``timeout=10``).
+    backend: str
+    automatic: bool          # no backend was named: a key chose nim, no key offline
+    key: str | None
+    source: str              # where the key came from (``key_source``)
+    base_url: str
+    chat_model: str
+    embedding_model: str
+    embeddings: str
+    explicit_embeddings: object  # the ``embeddings=`` argument, if any (offline keeps it as given)
+    server_profile: str
+    nvidia_key: str | None   # the NVIDIA key, for WORKSHOP_EMBEDDINGS=nim
 
-    An explicit ``backend`` argument or ``WORKSHOP_BACKEND`` always wins over the automatic
-    choice (key present -> nim, no key -> offline). ``prompt=True`` asks for a key when none is found.
-    """
-    dotenv = read_dotenv()
-    copy_to_environment(dotenv)
+
+def _chosen_backend(backend: str | None, dotenv: dict[str, str]) -> str | None:
+    """The backend named by the argument or WORKSHOP_BACKEND, or None for the automatic choice."""
     chosen = (backend or read_setting("WORKSHOP_BACKEND", dotenv)).strip().lower() or None
     if chosen is not None and chosen not in BACKENDS:
         raise ConfigError(f"unknown backend {chosen!r}; choose one of {', '.join(BACKENDS)}")
-    automatic = chosen is None
+    return chosen
 
+
+def _draft(chosen: str | None, prompt: bool, overrides: dict, dotenv: dict[str, str]) -> _Draft:
+    """The key (looked up unless offline is named; asked for only when it could be used), the backend it
+    decides when none is named, and the URL, models, embeddings and profile asked for (a keyword argument,
+    popped from ``overrides``, else the environment or .env)."""
     key, source = (None, "none")
     if chosen != "offline":
-        # Only ask a person for a key when the key could actually be used.
         key, source = find_api_key(prompt=prompt and chosen in (None, "nim"))
-    if chosen is None:
-        chosen = "nim" if key else "offline"
-
-    base_url = (overrides.pop("base_url", None) or read_setting("WORKSHOP_BASE_URL", dotenv)).strip()
-    chat_model = (overrides.pop("chat_model", None) or read_setting("WORKSHOP_CHAT_MODEL", dotenv)).strip()
-    embedding_model = (overrides.pop("embedding_model", None)
-                       or read_setting("WORKSHOP_EMBEDDING_MODEL", dotenv)).strip()
     explicit_embeddings = overrides.pop("embeddings", None)
-    embeddings = str(explicit_embeddings or read_setting("WORKSHOP_EMBEDDINGS", dotenv)).strip().lower()
-    server_profile = str(overrides.pop("server_profile", None)
-                         or read_setting("WORKSHOP_SERVER_PROFILE", dotenv)).strip()
-    nvidia_key = key if source in NVIDIA_KEY_SOURCES else None  # for WORKSHOP_EMBEDDINGS=nim
-    if chosen == "nim":
-        if not key:
-            raise ConfigError(
-                "backend 'nim' needs NVIDIA_API_KEY: set it in the environment, a Colab secret or .env "
-                "(get one at build.nvidia.com), or use WORKSHOP_BACKEND=offline"
-            )
-        base_url = base_url or NIM_BASE_URL
-        problem = nvidia_url_problem(base_url)
-        if problem:
-            why = " (chosen because NVIDIA_API_KEY is set)" if automatic else ""
-            raise ConfigError(
-                f"backend 'nim'{why} sends NVIDIA_API_KEY, which only ever goes over https to nvidia.com "
-                f"or its subdomains, but the base URL is {safe_url(base_url)} ({problem}). For hosted NIM "
-                "leave WORKSHOP_BASE_URL empty; for another server set WORKSHOP_BACKEND=openai-compatible, "
-                "with WORKSHOP_API_KEY set to that server's own key if it needs one."
-            )
-    elif chosen == "openai-compatible":
-        if not base_url:
-            raise ConfigError(
-                "backend 'openai-compatible' needs WORKSHOP_BASE_URL, e.g. http://localhost:8000/v1"
-            )
-        if not is_nvidia_url(base_url):  # the NVIDIA key goes to NVIDIA's hosts only
-            key, source = None, "none"
-        own = None if key else _other_key(dotenv)
-        if own:
-            key, source = own
-        elif not key:
-            key, source = PLACEHOLDER_KEY, "placeholder"
-    else:  # offline
-        base_url, key, source = OFFLINE_BASE_URL, OFFLINE_API_KEY, "none"
-        chat_model = chat_model if chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
-        embedding_model = OFFLINE_EMBEDDING_MODEL
-        if not explicit_embeddings and embeddings != "local":
-            embeddings = ""  # the stand-in embeds with MiniLM too; it never calls NIM
-    if chosen != "openai-compatible":
-        server_profile = ""  # a profile describes an openai-compatible server; nim and offline are their own
-    elif server_profile:
+    return _Draft(
+        backend=chosen or ("nim" if key else "offline"),
+        automatic=chosen is None,
+        key=key,
+        source=source,
+        base_url=(overrides.pop("base_url", None) or read_setting("WORKSHOP_BASE_URL", dotenv)).strip(),
+        chat_model=(overrides.pop("chat_model", None) or read_setting("WORKSHOP_CHAT_MODEL", dotenv)).strip(),
+        embedding_model=(overrides.pop("embedding_model", None)
+                         or read_setting("WORKSHOP_EMBEDDING_MODEL", dotenv)).strip(),
+        embeddings=str(explicit_embeddings or read_setting("WORKSHOP_EMBEDDINGS", dotenv)).strip().lower(),
+        explicit_embeddings=explicit_embeddings,
+        server_profile=str(overrides.pop("server_profile", None)
+                           or read_setting("WORKSHOP_SERVER_PROFILE", dotenv)).strip(),
+        nvidia_key=key if source in NVIDIA_KEY_SOURCES else None,
+    )
+
+
+def _nim_backend(draft: _Draft, dotenv: dict[str, str]) -> None:
+    """nim: needs the NVIDIA key, and sends it only over https to nvidia.com (hosted NIM by default)."""
+    if not draft.key:
+        raise ConfigError(
+            "backend 'nim' needs NVIDIA_API_KEY: set it in the environment, a Colab secret or .env "
+            "(get one at build.nvidia.com), or use WORKSHOP_BACKEND=offline"
+        )
+    draft.base_url = draft.base_url or NIM_BASE_URL
+    problem = nvidia_url_problem(draft.base_url)
+    if problem:
+        why = " (chosen because NVIDIA_API_KEY is set)" if draft.automatic else ""
+        raise ConfigError(
+            f"backend 'nim'{why} sends NVIDIA_API_KEY, which only ever goes over https to nvidia.com "
+            f"or its subdomains, but the base URL is {safe_url(draft.base_url)} ({problem}). For hosted NIM "
+            "leave WORKSHOP_BASE_URL empty; for another server set WORKSHOP_BACKEND=openai-compatible, "
+            "with WORKSHOP_API_KEY set to that server's own key if it needs one."
+        )
+
+
+def _openai_compatible_backend(draft: _Draft, dotenv: dict[str, str]) -> None:
+    """openai-compatible: needs WORKSHOP_BASE_URL; the NVIDIA key goes to NVIDIA's hosts only, another server
+    gets its own key (WORKSHOP_API_KEY, else OPENAI_API_KEY) or a placeholder; a server profile is checked."""
+    if not draft.base_url:
+        raise ConfigError(
+            "backend 'openai-compatible' needs WORKSHOP_BASE_URL, e.g. http://localhost:8000/v1"
+        )
+    if not is_nvidia_url(draft.base_url):
+        draft.key, draft.source = None, "none"
+    own = None if draft.key else _other_key(dotenv)
+    if own:
+        draft.key, draft.source = own
+    elif not draft.key:
+        draft.key, draft.source = PLACEHOLDER_KEY, "placeholder"
+    if draft.server_profile:
         from helpers.llm.compat import get_profile  # imported here: compat is not needed to load settings
         from helpers.llm.message_format import CompatError
 
         try:
-            server_profile = get_profile(server_profile).name
+            draft.server_profile = get_profile(draft.server_profile).name
         except CompatError as err:
             raise ConfigError(f"WORKSHOP_SERVER_PROFILE: {err}") from None
-    if embeddings == "local" and embedding_model and embedding_model != LOCAL_EMBEDDING_MODEL:
+
+
+def _offline_backend(draft: _Draft, dotenv: dict[str, str]) -> None:
+    """offline: the in-process stand-in's address, key and models (an ``offline...`` chat model is kept); it
+    embeds with MiniLM, so only ``local`` (or an explicit ``embeddings=``) is kept."""
+    draft.base_url, draft.key, draft.source = OFFLINE_BASE_URL, OFFLINE_API_KEY, "none"
+    draft.chat_model = draft.chat_model if draft.chat_model.startswith("offline") else OFFLINE_CHAT_MODEL
+    draft.embedding_model = OFFLINE_EMBEDDING_MODEL
+    if not draft.explicit_embeddings and draft.embeddings != "local":
+        draft.embeddings = ""
+
+
+_BACKEND_RULES = {"nim": _nim_backend, "openai-compatible": _openai_compatible_backend,
+                  "offline": _offline_backend}
+
+
+def _check_embeddings(draft: _Draft) -> None:
+    """WORKSHOP_EMBEDDINGS against the embedding model and key, then its default for the backend."""
+    if draft.embeddings == "local" and draft.embedding_model and draft.embedding_model != LOCAL_EMBEDDING_MODEL:
         raise ConfigError(f"WORKSHOP_EMBEDDINGS=local embeds with {LOCAL_EMBEDDING_MODEL} on this machine, but "
-                          f"WORKSHOP_EMBEDDING_MODEL is {embedding_model!r}; clear one of the two")
-    if embeddings == "nim" and chosen == "openai-compatible" and not nvidia_key:
+                          f"WORKSHOP_EMBEDDING_MODEL is {draft.embedding_model!r}; clear one of the two")
+    if draft.embeddings == "nim" and draft.backend == "openai-compatible" and not draft.nvidia_key:
         raise ConfigError("WORKSHOP_EMBEDDINGS=nim embeds with hosted NIM and needs NVIDIA_API_KEY; set it, "
                           "or use WORKSHOP_EMBEDDINGS=local (MiniLM on this machine)")
-    embeddings = embeddings or default_embeddings(chosen, embedding_model)
+    draft.embeddings = draft.embeddings or default_embeddings(draft.backend, draft.embedding_model)
 
+
+def _fields(draft: _Draft, overrides: dict, dotenv: dict[str, str]) -> dict:
+    """The Settings fields: the draft's, with defaults, and the numbers not given as keywords."""
     fields = dict(
-        backend=chosen,
-        base_url=base_url.rstrip("/"),
-        chat_model=chat_model or DEFAULT_CHAT_MODEL,
-        embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
-        key_source=source,
-        api_key=key,
-        server_profile=server_profile,
-        embeddings=embeddings,
+        backend=draft.backend,
+        base_url=draft.base_url.rstrip("/"),
+        chat_model=draft.chat_model or DEFAULT_CHAT_MODEL,
+        embedding_model=draft.embedding_model or DEFAULT_EMBEDDING_MODEL,
+        key_source=draft.source,
+        api_key=draft.key,
+        server_profile=draft.server_profile,
+        embeddings=draft.embeddings,
         summary_model=read_setting("WORKSHOP_SUMMARY_MODEL", dotenv),
     )
     if "temperature" not in overrides:
@@ -317,6 +353,26 @@ def load_settings(backend: str | None = None, *, prompt: bool = False, **overrid
         fields["timeout"] = _float_setting("WORKSHOP_TIMEOUT", DEFAULT_TIMEOUT, dotenv)
     if "max_retries" not in overrides:
         fields["max_retries"] = _retries_setting(dotenv)
-    settings = Settings(**{**fields, **overrides})  # a keyword wins over its environment variable
+    return fields
+
+
+def load_settings(backend: str | None = None, *, prompt: bool = False, **overrides) -> Settings:
+    """Decide backend, URL, models and key from arguments, then environment, then .env, then defaults.
+
+    ``base_url``, ``chat_model`` and ``embedding_model`` may be given as keyword arguments;
+    any other keyword replaces that field of the result (e.g. ``timeout=10``).
+
+    An explicit ``backend`` argument or ``WORKSHOP_BACKEND`` always wins over the automatic
+    choice (key present -> nim, no key -> offline). ``prompt=True`` asks for a key when none is found.
+    Each backend's own rule is ``_nim_backend``, ``_openai_compatible_backend`` or ``_offline_backend``.
+    """
+    dotenv = read_dotenv()
+    copy_to_environment(dotenv)
+    draft = _draft(_chosen_backend(backend, dotenv), prompt, overrides, dotenv)
+    _BACKEND_RULES[draft.backend](draft, dotenv)
+    if draft.backend != "openai-compatible":
+        draft.server_profile = ""  # a profile describes an openai-compatible server; nim and offline are their own
+    _check_embeddings(draft)
+    settings = Settings(**{**_fields(draft, overrides, dotenv), **overrides})  # a keyword wins over its variable
     check_key_destination(settings)
     return settings
