@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import httpx2
 import openai
 
-from helpers.llm.client import EndpointError
+from helpers.llm.client import EndpointError, make_offline_client
 from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.chat.chat_session import ChatSession
@@ -58,8 +58,7 @@ def offline_client(fails: Callable[[int], bool] = lambda n: False, status: Calla
             return httpx2.Response(status(seen["n"]), json={"error": error})
         return handle(request)
 
-    client = openai.OpenAI(api_key="offline", base_url="http://offline.stand-in/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+    client = make_offline_client(answer)
     client.requests_seen = seen  # so a check can count the attempts
     return client
 

@@ -20,7 +20,7 @@ import openai
 
 from helpers.agent.turn import EMPTY_REPLY
 from helpers.app.assistant import TAKEN_BACK, checked, open_assistant, refused
-from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL
+from helpers.llm.client import make_offline_client
 from helpers.exercises import Exercise, Hint
 from helpers.exercises.nb12_replay import BUDGET, TIGHT_BUDGET, context_lines, offline, replay_shares
 from helpers.facts.writer import FactMemory
@@ -514,8 +514,7 @@ def _stream_client(kinds: dict[int, str], step: dict) -> openai.OpenAI:
             message["content"] += CLAIM
         return httpx2.Response(200, json=reply)
 
-    return openai.OpenAI(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+    return make_offline_client(answer)
 
 
 class _Shown:

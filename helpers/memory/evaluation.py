@@ -24,8 +24,8 @@ import httpx2
 import openai
 
 from helpers.core import tokens
-from helpers.llm.client import offline_transport  # the stand-in, reached through the client's transport
-from helpers.llm.config import OFFLINE_API_KEY, OFFLINE_BASE_URL, load_settings
+from helpers.llm.client import make_offline_client, offline_transport  # the stand-in, reached through the client
+from helpers.llm.config import load_settings
 from helpers.chat.history import split_turns
 from helpers.retrieval.knowledge_files import load_knowledge_base
 from helpers.memory.assembler import MemoryAssembler, assemble_context
@@ -87,8 +87,7 @@ class RecordingTransport(httpx2.BaseTransport):
 
     def client(self) -> openai.OpenAI:
         """A real openai client whose requests go through this transport."""
-        return openai.OpenAI(api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
-                             http_client=httpx2.Client(transport=self))
+        return make_offline_client(self.handle_request)
 
 
 @dataclass

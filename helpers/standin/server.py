@@ -25,6 +25,7 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from urllib.parse import unquote
 
 import httpx2
@@ -476,9 +477,15 @@ def handle(request: httpx2.Request) -> httpx2.Response:
             code="internal_error"))
 
 
-def make_offline_client(**kwargs) -> openai.OpenAI:
-    """A real ``openai.OpenAI`` client whose requests are answered in-process by the stand-in."""
+def make_offline_client(answer: Callable[[httpx2.Request], httpx2.Response] = handle,
+                        **kwargs) -> openai.OpenAI:
+    """A real ``openai.OpenAI`` client whose requests are answered in-process by the stand-in.
+
+    The one way the package builds an offline client (the layers above the stand-in take it from
+    ``helpers.llm.client``). A harness or a scripted fake server passes its own ``answer`` (request ->
+    response), usually one that wraps ``handle`` to watch or change what the stand-in says; ``kwargs`` go to
+    ``openai.OpenAI`` (``timeout=``...). No retries: a check sees every failure it scripts."""
     return openai.OpenAI(
         api_key=OFFLINE_API_KEY, base_url=OFFLINE_BASE_URL, max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(handle)), **kwargs,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)), **kwargs,
     )
