@@ -6,8 +6,9 @@ and "ada" are two users, in every store. An id is refused (``InvalidIdError``) w
 string, holds a NUL character or a lone surrogate (no database can store either), or is empty or
 longer than ``MAX_ID_CHARS`` once canonical. Characters inside the id are otherwise kept as they are.
 
-``helpers.sessions`` raises its ``SessionStoreError`` for a refused id; ``helpers.facts`` rejects the
-candidate (audited, never stored), and its reads of such an id find nothing.
+``helpers.sessions`` raises ``SessionIdError`` for a refused id (an ``InvalidIdError``, so a ``ValueError``, and
+a ``SessionStoreError`` as it always was); ``helpers.facts`` rejects the candidate (audited, never stored), and
+its reads of such an id find nothing.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def id_problem(value: Any, name: str = "id") -> str | None:
     rule = (f"{name} must be a non-empty string of at most {MAX_ID_CHARS} characters (once normalised) "
             "without NUL characters or lone surrogates")
     if not isinstance(value, str):
-        return f"{rule}; got {type(value).__name__} {ascii(value)[:60]}"
+        return f"{rule}; got {type(value).__name__} {_shown(value)}"
     found = _UNSTORABLE.search(value)
     if found:
         what = "a NUL character" if found.group() == "\x00" else "a lone surrogate (not valid Unicode text)"
@@ -48,8 +49,16 @@ def id_problem(value: Any, name: str = "id") -> str | None:
     return None
 
 
-def check_id(value: Any, name: str = "id", error: type[Exception] = InvalidIdError) -> str:
-    """The canonical form of ``value``, or ``error`` (default ``InvalidIdError``) saying why it is refused."""
+def _shown(value: Any) -> str:
+    """ascii() of a value that is not an id, cut short; never an exception of its own (an int too long to print)."""
+    try:
+        return ascii(value)[:60]
+    except Exception:  # a huge int, a broken __repr__: the message names the type alone
+        return "(that cannot be printed)"
+
+
+def check_id(value: Any, name: str = "id", error: type[InvalidIdError] = InvalidIdError) -> str:
+    """The canonical form of ``value``, or ``error`` (``InvalidIdError`` or a subclass) saying why it is refused."""
     problem = id_problem(value, name)
     if problem is not None:
         raise error(problem)

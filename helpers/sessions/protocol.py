@@ -4,7 +4,7 @@
 ``PersistentSession``, the chat window and the terminal chat are written against this protocol only.
 
 Ids follow the one rule in ``helpers.core.ids`` (the fact stores use it too): NFKC, surrounding whitespace
-removed, case kept; an empty, overlong, NUL- or lone-surrogate-holding id raises SessionStoreError.
+removed, case kept; an empty, overlong, NUL- or lone-surrogate-holding id raises SessionIdError.
 """
 from __future__ import annotations
 
@@ -12,13 +12,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from helpers.core.errors import WorkshopError
-from helpers.core.ids import check_id
+from helpers.core.ids import InvalidIdError, check_id
 from helpers.chat.chat_session import ChatSession
 from helpers.chat.snapshot import SnapshotChanges
 
 
 class SessionStoreError(WorkshopError, RuntimeError):
     """The session store could not open, read or write; the message says what to do next."""
+
+
+class SessionIdError(InvalidIdError, SessionStoreError):
+    """A user or session id no store accepts: an ``InvalidIdError`` (a ``ValueError``: the argument is wrong), and a
+    ``SessionStoreError`` as it was before, so an older ``except SessionStoreError`` still catches it."""
 
 
 class SessionNotFoundError(SessionStoreError):
@@ -109,13 +114,13 @@ class SessionStore(Protocol):
 def check_ids(user_id: str, session_id: str) -> tuple[str, str]:
     """The ids as every store keys them (``helpers.core.ids``: NFKC, surrounding whitespace removed, case kept).
 
-    Raises SessionStoreError for an id no store accepts: not a string, empty, over ``MAX_ID_CHARS``
-    once normalised, or holding a NUL character or a lone surrogate. The fact stores key user ids by
+    Raises SessionIdError (an InvalidIdError and a SessionStoreError) for an id no store accepts: not a
+    string, empty, over ``MAX_ID_CHARS`` once normalised, or holding a NUL character or a lone surrogate. The fact stores key user ids by
     the same rule, so an id names the same user in both.
     """
-    return check_id(user_id, "user_id", SessionStoreError), check_id(session_id, "session_id", SessionStoreError)
+    return check_id(user_id, "user_id", SessionIdError), check_id(session_id, "session_id", SessionIdError)
 
 
 def check_user_id(user_id: str) -> str:
     """``user_id`` as every store keys it (see ``check_ids``)."""
-    return check_id(user_id, "user_id", SessionStoreError)
+    return check_id(user_id, "user_id", SessionIdError)

@@ -24,7 +24,7 @@ from helpers.chat.snapshot import SnapshotChanges, SnapshotError, resume_argumen
 from helpers.sessions.encoding import (EncodedChanges, EncodedSession, VectorRow, check_unaltered, damaged,
                                        encode_changes, encode_state, import_stored_vectors)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
-                                       SessionStoreError, StoredSession, check_ids)
+                                       SessionIdError, SessionStoreError, StoredSession, check_ids)
 
 SCHEMA_TABLE = "session_schema"  # the migrations table, on both backends
 
@@ -252,7 +252,7 @@ class SessionStoreBase:
         it was created with; refuses to overwrite an existing session.
         """
         user_id, new_session_id = check_ids(user_id, new_session_id)
-        session_id = check_id(session_id, "session_id", SessionStoreError)
+        session_id = check_id(session_id, "session_id", SessionIdError)
         stored = self.load_state(user_id, session_id)
         state = stored.state
         session = restore(stored, session_class, session_kwargs)  # first: it explains a damaged snapshot
