@@ -190,19 +190,14 @@ _MAX_ERROR_CHARS = 2_000
 
 def run_tool(name: str, arguments: str | dict | None, registry: dict[str, Tool] | None = None,
              offered: list[str] | None = None) -> str:
-    """Run one tool call from the model and return its result as JSON text -- never raises.
+    """Run one tool call from the model and return its result as JSON text -- never raises for what the model sent.
 
     ``offered`` lists the tools this request showed the model; a call to any other tool, registered or
-    not, is refused with an error result and never run.
+    not, is refused with an error result and never run. Whatever the tool itself raises becomes an error
+    result naming it (``_call``); an error in this function's own lookup and checks is a bug of the package,
+    and is raised as it is rather than disguised as the model's mistake.
     """
-    try:
-        return _run_tool(name, arguments, REGISTRY if registry is None else registry, offered)
-    except Exception as exc:  # the last line of defence: the contract is "never raises"
-        return _error(f"the call to {_short_repr(name)} could not be run ({type(exc).__name__}); "
-                      "check the tool name and send simple JSON arguments")
-
-
-def _run_tool(name, arguments, registry: dict[str, Tool], offered: list[str] | None) -> str:
+    registry = REGISTRY if registry is None else registry
     available = list(registry) if offered is None else [n for n in offered if n in registry]
     if not isinstance(name, str) or name not in available:
         listed = ", ".join(sorted(set(available))) or "(none)"
@@ -221,6 +216,12 @@ def _run_tool(name, arguments, registry: dict[str, Tool], offered: list[str] | N
         inspect.signature(tool.function).bind(**args)
     except TypeError as exc:
         return _error(f"wrong arguments for {name}: {exc}; expected {_example(tool)}")
+    return _call(name, tool, args)
+
+
+def _call(name: str, tool: Tool, args: dict) -> str:
+    """The tool's own code, run on checked arguments: its result as JSON text, or an error result the model
+    can read for anything the tool raises (the tool is not this module's code; the loop must go on)."""
     try:
         result = tool.function(**args)
     except ToolInputError as exc:

@@ -38,6 +38,11 @@ class EmbeddingError(WorkshopError, RuntimeError):
     """Texts could not be embedded; the message names the batch or text and what to try."""
 
 
+class EmbeddingInputError(EmbeddingError, ValueError):
+    """What was passed to embed is wrong (not a list of non-empty texts, an unknown ``input_type``, a bad
+    ``batch_size``); nothing was sent. Also an ``EmbeddingError``, as it was before."""
+
+
 class EmbeddingTruncationWarning(WorkshopWarning):
     """A text was longer than the model accepts and only its beginning was embedded."""
 
@@ -142,16 +147,16 @@ def _local_model() -> _LocalModel:
 
 def _check_texts(texts: Any) -> list[str]:
     if isinstance(texts, str):
-        raise EmbeddingError("expected a list of texts, got a single string; wrap it: [text]")
+        raise EmbeddingInputError("expected a list of texts, got a single string; wrap it: [text]")
     try:
         texts = list(texts)
     except TypeError:
-        raise EmbeddingError(f"expected a list of texts, got {type(texts).__name__}") from None
+        raise EmbeddingInputError(f"expected a list of texts, got {type(texts).__name__}") from None
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise EmbeddingError(f"text {i} is a {type(text).__name__}, not a string")
+            raise EmbeddingInputError(f"text {i} is a {type(text).__name__}, not a string")
         if not text.strip():
-            raise EmbeddingError(f"text {i} is empty; embedding servers reject empty input, so drop it first")
+            raise EmbeddingInputError(f"text {i} is empty; embedding servers reject empty input, so drop it first")
     return texts
 
 
@@ -220,9 +225,9 @@ def embed_texts(
     """
     texts = _check_texts(texts)
     if input_type is not None and input_type not in INPUT_TYPES:
-        raise EmbeddingError(f"input_type must be 'passage', 'query' or None, not {input_type!r}")
+        raise EmbeddingInputError(f"input_type must be 'passage', 'query' or None, not {input_type!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
-        raise EmbeddingError(f"batch_size must be a positive integer, not {batch_size!r}")
+        raise EmbeddingInputError(f"batch_size must be a positive integer, not {batch_size!r}")
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
     extra = {"input_type": input_type, "truncate": "END"} if input_type else None
