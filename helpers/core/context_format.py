@@ -52,31 +52,21 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from helpers.core.errors import ConfigError
-from helpers.core.text import shorten
+from helpers.core.text import escape_controls, shorten
 
 # ---------------------------------------------------------------- line safety
-
-# Every control character (C0, DEL and C1, so "\x0b", "\x0c", "\x1c"-"\x1e" and "\x85" too) and the
-# line and paragraph separators "\u2028", "\u2029": whatever a reader (str.splitlines, a browser, a
-# model's tokenizer) may take as the end of a line, and what has no business in a prompt anyway.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(match: re.Match) -> str:
-    char = match.group()
-    code = ord(char)
-    return _ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
 
 def one_line(text: Any) -> str:
     r"""``text`` as one safe line: line breaks and other control characters shown as escapes.
 
     A newline becomes a backslash and an ``n`` (``"12 Elm St\n- x: y"`` -> ``12 Elm St\n- x: y`` on
-    one line); likewise ``\r``, ``\t``, ``\x0b``, ``\x85``, ``\u2028`` ... Text without such
-    characters is returned unchanged, and the result has none, so applying it twice changes nothing.
+    one line); likewise ``\r``, ``\t``, ``\x0b``, ``\x85``, ``\u2028``, a bidi override ``\u202e``, a lone
+    surrogate ... (``helpers.core.text.escape_controls``, the terminal chat's rule too, keeping nothing):
+    whatever a reader (str.splitlines, a browser, a model's tokenizer) may take as the end of a line, and what
+    has no business in a prompt anyway. Text without such characters is returned unchanged, and the result
+    has none, so applying it twice changes nothing.
     """
-    return _UNSAFE.sub(_escape, str(text))
+    return escape_controls(text, keep="")
 
 
 def safe_lines(text: Any) -> str:
