@@ -38,6 +38,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import openai
+
 from helpers.core.errors import WorkshopError
 from helpers.facts.background import BackgroundWriter
 from helpers.facts.decisions import FactDecision
@@ -47,6 +49,10 @@ from helpers.facts.schema import DEFAULT_ATTRIBUTES, AttributeSpec, Candidate
 from helpers.facts.writer import FactMemory
 
 log = logging.getLogger(__name__)
+# What a model request raises on purpose: helpers.llm.client.chat's errors (EndpointError and ResponseFormatError,
+# ContextOverflowError, CompatError, ConfigError: all WorkshopErrors) and the openai client's errors it passes on
+# (a BadRequestError, key hidden). A failed extraction request is one of these; anything else is a bug, raised.
+MODEL_REQUEST_ERRORS = (WorkshopError, openai.APIError)
 
 
 class ExtractionError(WorkshopError, ValueError):
@@ -152,7 +158,7 @@ def _extract_with_llm(client: Any, model: str, text: str, *, role: str, user_id:
     extractor = ModelExtractor(delivery_set(attributes), user_id=user_id, client=client, model=model)
     try:
         reply = extractor.ask(seq, text)  # helpers.llm.client.chat, the one call path: server quirks
-    except Exception as err:  # any transport or API failure: no candidates, one logged reason
+    except MODEL_REQUEST_ERRORS as err:  # a failed request: no candidates, one logged reason
         problems = [f"the extraction call failed ({type(err).__name__}: {err})"]
     else:
         try:

@@ -23,6 +23,7 @@ out each plan and commits every change with one audit row per candidate: a ``Fac
 """
 from __future__ import annotations
 
+import copy
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -90,6 +91,29 @@ class FactMemoryError(WorkshopError, RuntimeError):
 
 class FactResolutionError(FactMemoryError):
     """resolve() was asked to settle a conflict that does not exist, or with a value not in it."""
+
+
+def _plain(value: Any) -> Any:
+    """A str or int (of a subclass, too) as the exact built-in, copied without calling the value's own methods;
+    any other value as it is."""
+    if isinstance(value, str) and type(value) is not str:
+        return str.__str__(value)
+    if isinstance(value, int) and type(value) not in (int, bool):
+        return int.__index__(value)
+    return value
+
+
+def _plain_candidate(candidate: Any) -> Any:
+    """``candidate`` as plain data for ``check_candidate``: a mapping read once into a dict, a ``Candidate`` copied,
+    str and int values (keys too) as exact built-ins. Only this runs the candidate's own code, so an error in
+    the checks that follow is the package's, not the candidate's."""
+    if isinstance(candidate, Candidate):
+        plain = copy.copy(candidate)
+        vars(plain).update({name: _plain(value) for name, value in vars(candidate).items()})
+        return plain
+    if isinstance(candidate, Mapping):
+        return {_plain(name): _plain(value) for name, value in candidate.items()}
+    return candidate
 
 
 def _rejected(candidate: Any, problems: list[str], at: str) -> FactDecision:
@@ -185,10 +209,11 @@ class FactMemory(AbstractContextManager):  # ``with FactMemory.open(path) as mem
         return answers
 
     def _check(self, candidate: Any) -> tuple[CheckedCandidate | None, list[str]]:
-        try:
-            return check_candidate(candidate, self.attributes)
+        try:  # the candidate's own code (a mapping's lookups, its values' methods) runs here, and only here
+            plain = _plain_candidate(candidate)
         except Exception as err:  # whatever a candidate holds, it costs only itself
             return None, [f"the candidate could not be checked ({type(err).__name__})"]
+        return check_candidate(plain, self.attributes)  # plain data: what this raises is the package's bug
 
     def _apply(self, work: WorkingSet, c: CheckedCandidate, plan: Plan) -> FactDecision:
         """Carry out ``plan`` in the working set; the decision says why."""

@@ -49,6 +49,7 @@ from helpers.core import clock
 from helpers.llm.client import get_settings
 from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.context_format import PROFILE_HEADER, profile_mark, quote_text, write_fact_line  # the line's owner
+from helpers.facts.extract import MODEL_REQUEST_ERRORS
 from helpers.facts.pipeline import Extractor, ModelExtractor, ReplyFormatError, RuleExtractor
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory, normalise_text
 from helpers.memory.profile_extraction import CAMPUS, attribute_label, campus_set, split_label, stated_parts
@@ -340,7 +341,7 @@ class ProfileMemory:
             log.warning("profile reply rejected, nothing merged: %s", reason)
             self.rejected.append(reason)
             return ProfileUpdate(rejected=[reason])
-        except Exception as exc:  # the turn itself already succeeded; the profile just misses this one
+        except MODEL_REQUEST_ERRORS as exc:  # a failed request: the turn succeeded; the profile misses this one
             warnings.warn(f"profile extraction skipped for turn {turn_id}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:160]}", ProfileWarning, stacklevel=2)
             return ProfileUpdate()
