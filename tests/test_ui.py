@@ -158,7 +158,7 @@ def test_memory_view_shows_the_profile_of_a_memory_assembler():
     ui = ChatUI(ChatSession(memory=MemoryAssembler(recall=False)))
     ui.send("My name is Ada. When does the AI club meet?")
     pane = ui.memory_text()["Summary / profile"]
-    assert "summary: nothing summarised yet" in pane and "- name: Ada (turn 0" in pane
+    assert "Summary: nothing yet." in pane and "- name: Ada (turn 0" in pane
 
 
 def test_display_bundle_has_the_widget_and_a_short_text():

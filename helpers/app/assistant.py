@@ -15,8 +15,9 @@ Each message goes through three steps:
 
 Each step is a small function of the session it works on: ``refused`` (step 1), ``checked`` (step 3),
 ``answered`` (the three in order) and ``streamed`` (the same, with the answer yielded as it arrives and
-``TAKEN_BACK`` said before a fallback that replaces what was shown); ``memory_report`` and ``audit_lines``
-write the reports. ``Assistant`` holds one user's session and facts and calls them. Notebook 12 builds
+``TAKEN_BACK`` said before a fallback that replaces what was shown); ``audit_lines`` writes the audit, and
+``memory_report`` (``helpers.sessions.conversation``, shared with every front end) the memory report.
+``Assistant`` holds one user's session and facts and calls them. Notebook 12 builds
 each in a cell of its own, except ``streamed``, which its Exercise 4 asks the learner to write.
 
 ``db`` is a SQLite file (conversations and facts in one file) or a PostgreSQL DSN, as a URL or libpq's
@@ -30,12 +31,13 @@ from typing import Any, Callable
 from helpers.llm.client import get_client, get_settings                          # 01: one client, one config
 from helpers.core.dsn import parse_database
 from helpers.core.errors import ConfigError
-from helpers.facts.writer import FactMemory, format_facts                    # 10: durable facts, audited
+from helpers.facts.writer import FactMemory                                # 10: durable facts, audited
 from helpers.retrieval.guardrails import FALLBACK, REFUSAL, check_grounding, check_scope, evidence_from_turn  # 03
 from helpers.memory.assembler import MemoryAssembler                         # 08-09: memory under a budget
 from helpers.memory.budget import DEFAULT_SHARES, Shares
 from helpers.memory.profile import ProfileMemory                             # 09: a view over 10's facts
 from helpers.core.context_format import one_line
+from helpers.sessions.conversation import Conversation, memory_report         # 11-12: what front ends drive
 from helpers.sessions.persistent import PersistentSession                    # 11: saved after every turn
 from helpers.sessions.protocol import check_ids
 
@@ -87,17 +89,7 @@ def streamed(session: Any, text: str, *, client: Any, settings: Any):
     return shown
 
 
-# -- what it remembers, and why
-def memory_report(memory: MemoryAssembler, facts: FactMemory, user_id: str) -> str:
-    """The summary, the profile (read from the fact store) and the active facts with their sources."""
-    summary = memory.summary
-    lines = [f"{summary.header()}\n{summary.lines_text()}" if summary.text else "Summary: nothing yet."]
-    profile = memory.profile.lines() if memory.profile is not None else []
-    lines.append("Profile:\n" + "\n".join(profile) if profile else "Profile: nothing recorded yet.")
-    lines.append(format_facts(facts.active_facts(user_id), title="Facts"))
-    return "\n".join(lines)
-
-
+# -- what it remembers, and why (memory_report: helpers.sessions.conversation, one report for every front end)
 def audit_lines(rows: list) -> str:
     """Audit rows (``AuditEntry``) as lines: when, which turn, what was decided and why."""
     lines = [f"{row.decided_at[:16]} turn {'-' if row.source_version is None else row.source_version} "
@@ -106,8 +98,10 @@ def audit_lines(rows: list) -> str:
     return "\n".join(lines) if lines else "Audit: no decisions yet."
 
 
-class Assistant:
-    """One user's campus assistant: guarded turns, memory under a token budget, facts and turns stored."""
+class Assistant(Conversation):
+    """One user's campus assistant: guarded turns, memory under a token budget, facts and turns stored.
+
+    A ``Conversation`` (``helpers.sessions.conversation``): the chat window and the terminal chat drive it."""
 
     def __init__(self, session: PersistentSession, facts: FactMemory, *, client: Any, settings: Any,
                  owned: tuple = ()):
@@ -121,8 +115,6 @@ class Assistant:
         """Scope rule, one saved turn, grounding check; returns the answer the user sees."""
         return answered(self.session, text, client=self.client, settings=self.settings)
 
-    chat = ask  # what the chat window and the terminal call
-
     def stream(self, text: str):
         """``ask``, with the answer's text yielded as it arrives; returns the answer the user sees."""
         return streamed(self.session, text, client=self.client, settings=self.settings)
@@ -130,11 +122,11 @@ class Assistant:
     @property
     def memory(self) -> MemoryAssembler:
         """The memory that assembles each request (summary, recall, profile)."""
-        return self.session.session.memory
+        return self.session.memory
 
-    def memory_report(self) -> str:
-        """The summary, the profile (read from the fact store) and the active facts with their sources."""
-        return memory_report(self.memory, self.facts, self.user_id)
+    def memory_report(self, *, facts: bool = True) -> str:
+        """The summary, the profile (read from the fact store) and, unless ``facts=False``, the active facts."""
+        return memory_report(self.memory, self.facts if facts else None, self.user_id)
 
     def audit(self) -> list:
         """Every decision the fact store made about this user, oldest first (``AuditEntry`` rows)."""
@@ -157,16 +149,49 @@ class Assistant:
         """Continue from the stored conversation (after another window saved it)."""
         self.session.reload()
 
+    # -- what the conversation holds (the session's)
+    @property
+    def turns(self) -> list:
+        """Every kept turn's record (question, answer), oldest first."""
+        return self.session.turns
+
+    @property
+    def turn_ids(self) -> list[int]:
+        """The ids of the turns held in memory (sent whole), oldest first."""
+        return self.session.turn_ids
+
+    @property
+    def dropped(self) -> list:
+        """The turns trimming dropped from memory."""
+        return self.session.dropped
+
+    @property
+    def messages(self) -> list[dict]:
+        """The messages held in memory."""
+        return self.session.messages
+
+    def snapshot(self) -> dict:
+        """The conversation as the store keeps it."""
+        return self.session.snapshot()
+
+    @property
+    def resumed(self) -> bool:
+        """True when this assistant continues a conversation that was already stored."""
+        return self.session.resumed
+
     @property
     def revision(self) -> int:
+        """The stored revision of the conversation this copy holds."""
         return self.session.revision
 
     @property
     def name(self) -> str:
+        """``user_id/session_id``, as messages show it."""
         return self.session.name
 
     @property
     def closed(self) -> bool:
+        """True once the session store was closed."""
         return self.session.closed
 
     def close(self) -> None:

@@ -6,8 +6,11 @@ without a browser. Reload continues from the stored conversation after another w
 (a save this window then made was refused and says so). Everything shown is written into widget values (an ``HTML`` widget's ``value``), never printed inside ``with out:``,
 which keeps the display correct under nbval and in Colab alike.
 
-Works with a plain ``ChatSession`` or a ``PersistentSession`` (then every turn, undo and reset is
-saved as it happens). When the session offers ``stream(text)``, answers appear piece by piece.
+Works with any ``Conversation`` (``helpers.sessions.conversation``): an ``Assistant`` (notebook 12: guardrails,
+facts), a ``PersistentSession`` (every turn, undo and reset is saved as it happens), or a plain ``ChatSession``
+(``as_conversation``: saved nowhere). The window calls only the protocol's members and probes nothing. Answers
+appear piece by piece (``stream(text)``) unless ``stream=False``; the memory pane shows the conversation's own
+``memory_report``.
 
 What a person sees stays true:
 - only Enter or the Send button sends (leaving the box with a half-typed question sends nothing), and
@@ -31,15 +34,16 @@ disabled box before the kernel has read it and enabled the box again).
 from __future__ import annotations
 
 import html
-import json
 import re
 from typing import Any, Callable
 
 import ipywidgets as widgets
 from ipywidgets.widgets import widget as widget_module
 
+from helpers.chat.chat_session import ChatSession
 from helpers.facts.writer import FactMemory, format_facts
 from helpers.core.context_format import one_line
+from helpers.sessions.conversation import Conversation, as_conversation
 from helpers.sessions.protocol import SessionConflictError
 
 _BUBBLE = ("<div style='margin:4px 0;padding:6px 10px;border-radius:8px;max-width:90%;white-space:pre-wrap;"
@@ -112,17 +116,6 @@ def _one_question(text: str) -> str:
     return " ".join(line.strip() for line in _LINE_BREAK.split(text) if line.strip())
 
 
-def _inner(session: Any) -> Any:
-    """The ChatSession behind a PersistentSession (or the session itself)."""
-    return getattr(session, "session", session)
-
-
-def _store_closed(session: Any) -> bool:
-    """True when the session, or the store it saves to, has been closed."""
-    store = getattr(session, "store", None)
-    return bool(getattr(session, "closed", False) or getattr(store, "closed", False))
-
-
 def _describe(err: BaseException) -> str:
     """An error as one line: a failed save's own message ("Not saved: ..."), else its type and message.
 
@@ -135,37 +128,19 @@ def _describe(err: BaseException) -> str:
     return text if text.startswith("Not saved:") else f"{type(err).__name__}: {text}"
 
 
-def _describe_memory(inner: Any) -> str:
-    """The summary, profile and recall index of a MemoryAssembler; other memory state as JSON."""
-    memory = getattr(inner, "memory", None)
-    if memory is not None and hasattr(memory, "summary"):
-        summary = memory.summary
-        parts = [f"{summary.header()}\n{summary.lines_text()}" if summary.text
-                 else "summary: nothing summarised yet"]
-        profile = getattr(memory, "profile", None)
-        if profile is not None:
-            lines = profile.lines()
-            parts.append("profile:\n" + "\n".join(lines) if lines else "profile: nothing recorded yet")
-        recall = getattr(memory, "recall", None)
-        if recall is not None:
-            parts.append(f"recall index: {len(recall.quotes)} turns")
-        return "\n\n".join(parts)
-    state = inner.memory_state()
-    if state:
-        return json.dumps(state, indent=2, ensure_ascii=False)
-    return "none: this session keeps no summary or profile (the message list is its whole memory)"
-
-
 class ChatUI:
-    """An ipywidgets chat over a session; ``send(text)`` runs one turn and refreshes every view."""
+    """An ipywidgets chat over a ``Conversation``; ``send(text)`` runs one turn and refreshes every view.
 
-    def __init__(self, session: Any, *, facts: FactMemory | None = None, user_id: str | None = None,
-                 stream: bool | None = None, on_turn: Callable[[str, str], Any] | None = None,
+    ``facts`` and ``user_id`` default to the conversation's own (an Assistant's fact memory and user)."""
+
+    def __init__(self, session: Conversation | ChatSession, *, facts: FactMemory | None = None,
+                 user_id: str | None = None, stream: bool | None = None,
+                 on_turn: Callable[[str, str], Any] | None = None,
                  placeholder: str = "Ask about Larkspur University…"):
-        self.session = session
-        self.facts = facts if facts is not None else getattr(session, "facts", None)  # an Assistant's own
-        self.user_id = user_id or getattr(session, "user_id", None)
-        self.stream = hasattr(_inner(session), "stream") if stream is None else stream
+        self.session: Conversation = as_conversation(session)
+        self.facts = facts if facts is not None else self.session.facts
+        self.user_id = user_id or self.session.user_id
+        self.stream = True if stream is None else stream
         self.on_turn = on_turn  # called with (question, answer) after each completed turn, e.g. to add facts
         self.last_error: str | None = None
         self.transcript = widgets.HTML()
@@ -220,11 +195,11 @@ class ChatUI:
                 for piece in self.session.stream(text):
                     pieces.append(piece)
                     self._render_transcript(pending=(text, "".join(pieces)))
-                turns = _inner(self.session).turns
+                turns = self.session.turns
                 answer = turns[-1].answer if turns and turns[-1].question == text else "".join(pieces)
             else:
                 self._render_transcript(pending=(text, "…"))
-                answer = self.session.chat(text)
+                answer = self.session.ask(text)
         except Exception as err:  # a widget callback has nowhere to show a traceback: say it in the window
             self._show_error("Not answered - ", err)
             return None
@@ -236,7 +211,7 @@ class ChatUI:
             self._show_error("Answered, but on_turn failed - ", err)
             return answer
         self.refresh()
-        turns = _inner(self.session).turns
+        turns = self.session.turns
         if not turns or turns[-1].answer != answer:  # an assistant's refusal or fallback: shown, never stored
             self.status.value = html.escape(f"Not kept in the conversation: {answer}")
         return answer
@@ -274,22 +249,21 @@ class ChatUI:
         """Continue from the stored conversation (another window or writer saved it); False when it failed.
 
         What this window had not saved is dropped: it is what a save refused. A session that cannot
-        reload (a plain ChatSession, not saved anywhere) says so."""
+        reload (a plain ChatSession, not saved anywhere: its ``store`` is None) says so."""
         if self._refuse_if_closed():
             return False
-        reload = getattr(self.session, "reload", None)
-        if reload is None:
+        if self.session.store is None:
             self.last_error = "This window's session is not saved anywhere, so there is nothing to reload."
             self.status.value = html.escape(self.last_error)
             return False
         try:
-            reload()
+            self.session.reload()
         except Exception as err:  # a button's callback has nowhere to show a traceback: say it in the window
             self._show_error("Not reloaded - ", err)
             return False
         self.last_error = None
         self.refresh()
-        self.status.value = html.escape(f"Reloaded: {len(_inner(self.session).turns)} turns, as stored.")
+        self.status.value = html.escape(f"Reloaded: {len(self.session.turns)} turns, as stored.")
         return True
 
     def _on_entry_message(self, _widget: Any, content: dict, _buffers: list) -> None:
@@ -305,7 +279,7 @@ class ChatUI:
         if state.get("disabled") is True and not self.entry.disabled:  # a click on Send (the link)
             state["disabled"] = False  # the echo enables the box again in the browser
             self._clicks_read += 1
-            if _store_closed(self.session):  # refused below, and what was typed stays in the box
+            if self.session.closed:  # refused below, and what was typed stays in the box
                 questions.append("")
             else:
                 questions.append(_one_question(state.get("value", self.entry.value)))
@@ -364,7 +338,7 @@ class ChatUI:
             if not questions and head + rest == prior:
                 head, rest = prior, ""  # Enter inside the text: the whole text is the question
             questions.append(head.strip())
-        if questions and _store_closed(self.session):  # nothing is sent, and nothing typed is lost
+        if questions and self.session.closed:  # nothing is sent, and nothing typed is lost
             kept, self._taken = _one_question(received[len(self._taken):]), ""
             return kept, [""]
         if questions:
@@ -411,7 +385,7 @@ class ChatUI:
 
     def _refuse_if_closed(self) -> bool:
         """When the store is closed, say so in the window and return True (the caller changes nothing)."""
-        if not _store_closed(self.session):
+        if not self.session.closed:
             return False
         self.last_error = ("This window's session store is closed, so nothing can be saved. Open the store "
                            "again and make a new ChatUI (for example, run the cells above once more).")
@@ -426,7 +400,7 @@ class ChatUI:
         self._render_transcript()
         for name, text in self.memory_text().items():
             self.panes[name].value = f"<pre style='white-space:pre-wrap;margin:0'>{html.escape(text)}</pre>"
-        kept, dropped = len(_inner(self.session).turn_ids), len(_inner(self.session).dropped)
+        kept, dropped = len(self.session.turn_ids), len(self.session.dropped)
         facts = len(self._facts()) if self.facts is not None else None
         titles = [f"Turns kept ({kept})", f"Dropped by trimming ({dropped})", "Summary / profile",
                   "Facts" if facts is None else f"Facts ({facts})"]
@@ -442,10 +416,9 @@ class ChatUI:
         self.transcript.value = _SCROLL_BOX.format(messages="".join(parts) or "<i>No messages yet.</i>")
 
     def _lines(self, pending: tuple[str, str] | None = None) -> list[tuple[str, str, bool]]:
-        inner = _inner(self.session)
-        dropped = {d.turn_id for d in inner.dropped}
+        dropped = {d.turn_id for d in self.session.dropped}
         lines = []
-        for turn in inner.turns:
+        for turn in self.session.turns:
             faded = turn.turn_id in dropped
             lines += [("you", turn.question, faded), ("assistant", turn.answer, faded)]
         if pending is not None:
@@ -462,13 +435,12 @@ class ChatUI:
 
     def memory_text(self) -> dict[str, str]:
         """What each memory pane shows, as plain text."""
-        inner = _inner(self.session)
-        records = {t.turn_id: t.question for t in inner.turns}
+        records = {t.turn_id: t.question for t in self.session.turns}
         kept = "\n".join(f"turn {i}: {one_line(records.get(i, '(no record)'))}"
-                         for i in inner.turn_ids) or "nothing yet"
+                         for i in self.session.turn_ids) or "nothing yet"
         dropped = "\n".join(f"turn {d.turn_id}: {one_line(records.get(d.turn_id, ''))} ({d.tokens} tokens)"
-                            for d in inner.dropped) or "nothing dropped"
-        extra = _describe_memory(inner)
+                            for d in self.session.dropped) or "nothing dropped"
+        extra = self.session.memory_report(facts=False)  # the facts have a pane of their own
         if self.facts is None:
             facts = "no fact memory attached (pass facts=FactMemory(...))"
         elif not self.user_id:
@@ -480,7 +452,6 @@ class ChatUI:
     # ------------------------------------------------------------ display
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        inner = _inner(self.session)
-        where = f" {self.user_id}/{getattr(self.session, 'session_id', '')}" if self.user_id else ""
-        bundle["text/plain"] = f"ChatUI{where}: {len(inner.turn_ids)} turns in memory"
+        where = f" {self.user_id}/{self.session.session_id or ''}" if self.user_id else ""
+        bundle["text/plain"] = f"ChatUI{where}: {len(self.session.turn_ids)} turns in memory"
         return bundle

@@ -27,13 +27,14 @@ from typing import Any, Callable, Sequence
 import openai
 
 from helpers.llm.api_key import hide_secret, url_secrets
-from helpers.app.assistant import Assistant, open_assistant
+from helpers.app.assistant import open_assistant
 from helpers.llm.client import make_client
 from helpers.llm.config import BACKENDS, load_settings
 from helpers.llm.dotenv_file import apply_dotenv
 from helpers.core.dsn import Database, parse_database, redact_dsn
 from helpers.core.errors import ConfigError, WorkshopError
 from helpers.facts.fact_store import FactStoreError
+from helpers.sessions.conversation import Conversation
 from helpers.sessions.session_store import SessionSaveError, SessionStoreError
 
 COMMANDS = {
@@ -169,13 +170,14 @@ def resume_command(user: str, session: str, db: str | None, schema: str | None =
 
 
 class TerminalChat:
-    """The read-eval-print loop, with input and output injectable for tests.
+    """The read-eval-print loop over a ``Conversation`` (an ``Assistant``, or a ``PersistentSession``), with
+    input and output injectable for tests. It calls only the protocol's members (it probes nothing).
 
     Everything shown goes through ``write`` (or, while an answer streams, ``show_piece``), and both pass
     it through ``terminal_text``.
     """
 
-    def __init__(self, session: Assistant | Any, *, db: str, resume: str = "",
+    def __init__(self, session: Conversation, *, db: str, resume: str = "",
                  read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None,
                  stream: bool = True, schema: str | None = None):
         self.session, self.db, self.resume, self.schema = session, db, resume, schema
@@ -193,7 +195,7 @@ class TerminalChat:
         sys.stdout.flush()
 
     def _secrets(self) -> list[str]:
-        settings = getattr(self.session.session, "settings", None)
+        settings = self.session.settings
         return [getattr(settings, "api_key", None) or ""] + url_secrets(getattr(settings, "base_url", ""))
 
     def report(self, err: BaseException) -> None:
@@ -241,7 +243,7 @@ class TerminalChat:
         """
         streaming, stream = False, None
         try:
-            if self.stream and hasattr(self.session.session, "stream"):
+            if self.stream:
                 stream = self.session.stream(text)
                 sys.stdout.write("assistant> ")
                 streaming = True
@@ -249,7 +251,7 @@ class TerminalChat:
                     self.show_piece(piece)
                 self.write("")
             else:
-                self.write(f"assistant> {self.session.chat(text)}")
+                self.write(f"assistant> {self.session.ask(text)}")
             self.unsaved = False
         except KeyboardInterrupt:
             self.write("\n(interrupted: that turn was not saved)")
@@ -293,7 +295,7 @@ class TerminalChat:
                 self.unsaved = True
 
     def _command(self, name: str) -> None:
-        session = self.session.session
+        session = self.session
         if name == "/undo":
             removed = self.session.undo()
             self.unsaved = False
@@ -305,7 +307,7 @@ class TerminalChat:
         elif name == "/reload":
             self.session.reload()
             self.unsaved = False
-            count = len(self.session.session.turns)
+            count = len(session.turns)
             self.write(f"Reloaded {self.session.name}: {count} turn{'' if count == 1 else 's'}, revision "
                        f"{self.session.revision}.")
         elif name == "/history":
@@ -316,16 +318,13 @@ class TerminalChat:
                 mark = "  (trimmed from memory)" if turn.turn_id in dropped else ""
                 self.write(f"[{turn.turn_id}] you: {turn.question}{mark}\n    assistant: {turn.answer}")
         elif name == "/memory":
-            memory = session.memory_state()
             self.write(f"turns kept: {session.turn_ids or 'none'}; dropped by trimming: "
                        f"{[d.turn_id for d in session.dropped] or 'none'}; {len(session.messages)} messages")
-            report = getattr(self.session, "memory_report", None)  # an Assistant: summary, profile, facts
-            self.write(report() if report is not None else f"summary/profile: {memory if memory else 'none'}")
+            self.write(session.memory_report())  # summary, profile and (an Assistant's) facts
             self.write(f"stored: {self.session.user_id}/{self.session.session_id} "
                        f"revision {self.session.revision} in {_described(self.db, self.schema)}")
         elif name == "/facts":
-            audit = getattr(self.session, "audit_report", None)
-            self.write(audit() if audit is not None else "No fact store: this chat keeps no facts.")
+            self.write(session.audit_report())
         elif name == "/sessions":
             for info in self.session.store.list_sessions(self.session.user_id):
                 here = " (this one)" if info.session_id == self.session.session_id else ""
@@ -349,14 +348,14 @@ class TerminalChat:
             self.write("Not saved: the last change could not be saved (see the error above); the stored "
                        f"conversation is as of its last saved turn.{resume if self.session.revision else ''}")
             return 0
-        if self.session.revision == 0 and not self.session.session.turns:
+        if self.session.revision == 0 and not self.session.turns:
             self.write("Nothing to save yet (no turns).")
             return 0
         found, stored = self.what_is_stored()
         if found == "same":
             self.write(f"Saved.{resume}")
         elif found == "continued":
-            mine, theirs = len(self.session.session.turns), len(stored.state.get("turns", []))
+            mine, theirs = len(self.session.turns), len(stored.state.get("turns", []))
             self.write(f"Saved: all {mine} turn{'' if mine == 1 else 's'} of this chat are stored. Another writer "
                        f"has continued the session since (revision {stored.info.revision}, {theirs} "
                        f"turn{'' if theirs == 1 else 's'}); resume to see its turns.{resume}")
@@ -376,7 +375,7 @@ class TerminalChat:
         """
         try:
             stored = self.session.store.load_state(self.session.user_id, self.session.session_id)
-            mine = self.session.session.snapshot()
+            mine = self.session.snapshot()
         except Exception:  # not stored, or the store cannot be read: no save to claim
             return "unreadable", None
         if stored.state == mine:
@@ -410,8 +409,8 @@ def run_chat(args: argparse.Namespace) -> int:
         print(terminal_text(f"error: {redact_dsn(str(err), db)}", one_line=True), file=sys.stderr)
         return 2
     try:
-        count = len(assistant.session.turns)
-        state = f"resumed, {count} turn{'' if count == 1 else 's'}" if assistant.session.resumed else "new"
+        count = len(assistant.turns)
+        state = f"resumed, {count} turn{'' if count == 1 else 's'}" if assistant.resumed else "new"
         print(terminal_text(settings.describe()))
         print(terminal_text(f"Larkspur campus assistant - user {args.user}, session {args.session} ({state}). "
                             "Type a question, or /help."))

@@ -21,12 +21,16 @@ from helpers.chat.snapshot import SnapshotError, SnapshotMark, TurnRecord
 from helpers.sessions.store_sql import restore
 from helpers.sessions.encoding import (check_unaltered, has_lone_surrogates, import_stored_vectors, recall_index,
                                        storable_text)
+from helpers.sessions.conversation import Conversation, memory_report
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                        SessionStore, SessionStoreError, StoredSession, check_ids)
 
 
-class PersistentSession:
+class PersistentSession(Conversation):
     """A ChatSession bound to a store: every completed turn, undo and reset is saved before returning.
+
+    It is a ``Conversation`` (``helpers.sessions.conversation``), the interface both front ends use, and
+    forwards to its ChatSession only the members named below (``turns``, ``messages``, ``snapshot()``...).
 
     Memory and store never disagree:
 
@@ -284,10 +288,80 @@ class PersistentSession:
         return PersistentSession.open(self.store, self.user_id, new_session_id,
                                       session_class=type(self.session), **kwargs)
 
-    def __getattr__(self, name: str) -> Any:  # messages, turn_ids, dropped, turns, snapshot, show ...
-        if name == "session":
-            raise AttributeError(name)
-        return getattr(self.session, name)
+    # -- what callers read of the conversation (each forwarded to the ChatSession by name; nothing else is)
+    @property
+    def turns(self) -> list[TurnRecord]:
+        """Every kept turn's record (question, answer), oldest first: ``ChatSession.turns``."""
+        return self.session.turns
+
+    @property
+    def turn_ids(self) -> list[int]:
+        """The ids of the turns held in memory, oldest first: ``ChatSession.turn_ids``."""
+        return self.session.turn_ids
+
+    @property
+    def dropped(self) -> list:
+        """The turns trimming dropped from memory: ``ChatSession.dropped``."""
+        return self.session.dropped
+
+    @property
+    def messages(self) -> list[dict]:
+        """The messages held in memory: ``ChatSession.messages``."""
+        return self.session.messages
+
+    @property
+    def memory(self) -> Any:
+        """The session's memory plug-in (a ``MemoryAssembler``, or None): ``ChatSession.memory``."""
+        return self.session.memory
+
+    @property
+    def stats(self) -> Any:
+        """Token and request counts of the session: ``ChatSession.stats``."""
+        return self.session.stats
+
+    @property
+    def settings(self) -> Any:
+        """The settings the session's requests use: ``ChatSession.settings``."""
+        return self.session.settings
+
+    @property
+    def max_turns(self) -> int | None:
+        """How many newest turns the session sends whole: ``ChatSession.max_turns``."""
+        return self.session.max_turns
+
+    @property
+    def system_prompt(self) -> str:
+        """The session's system prompt: ``ChatSession.system_prompt``."""
+        return self.session.system_prompt
+
+    def snapshot(self) -> dict:
+        """The session as the store keeps it: ``ChatSession.snapshot()``."""
+        return self.session.snapshot()
+
+    def memory_state(self) -> dict:
+        """The memory's state as snapshots carry it: ``ChatSession.memory_state()``."""
+        return self.session.memory_state()
+
+    # -- the rest of a front end's Conversation (helpers.sessions.conversation)
+    @property
+    def facts(self) -> None:
+        """A PersistentSession holds no fact memory of its own (an ``Assistant`` does): None."""
+        return None
+
+    def ask(self, text: str) -> str:
+        """``chat(text)``: one question, saved before the answer is returned (the front ends' verb)."""
+        return self.chat(text)
+
+    def memory_report(self, *, facts: bool = True) -> str:
+        """What the session remembers (``helpers.sessions.conversation.memory_report``); it keeps no facts."""
+        return memory_report(self.session.memory, state=self.session.memory_state())
+
+    def audit_report(self) -> str:
+        """A PersistentSession keeps no fact store of its own, so there is no audit to show."""
+        return "No fact store: this chat keeps no facts."
+
+    def close(self) -> None:
+        """Nothing to release: the store is the caller's (``store.close()``); ``closed`` follows it."""
 
     def __repr__(self) -> str:
         return (f"PersistentSession(user_id={self.user_id!r}, session_id={self.session_id!r}, "
