@@ -15,13 +15,15 @@ long as it is in this list.
 The tree (module where each is defined, and what it means)::
 
     WorkshopError
-    ├── ConfigError            (ValueError)    errors: a setting is missing, malformed or out of range
-    ├── ClockError             (ValueError)    clock: WORKSHOP_NOW or a time zone cannot be read
-    ├── InvalidIdError         (ValueError)    ids: a user or session id no store accepts
-    ├── CompatError            (ValueError)    llm.message_format: a message or request cannot be sent
+    ├── ConfigError            (ValueError)    core.errors: a setting is missing, malformed or out of range
+    ├── ClockError             (ValueError)    core.clock: WORKSHOP_NOW or a time zone cannot be read
+    ├── InvalidIdError         (ValueError)    core.ids: a user or session id no store accepts
+    │   └── SessionIdError (SessionStoreError)  sessions.protocol: a refused id, raised by every session store
+    ├── CompatError            (ValueError)    llm.message_format: a message or request cannot be sent (raised
+    │                                          there by normalize_messages and by llm.compat, which imports it)
     ├── HistoryError           (ValueError)    chat.history: a message list a strict server would reject
-    ├── EmptyMessageError      (ValueError)    errors: an empty question (nothing was sent)
-    ├── ContextOverflowError   (ValueError)    errors: the request is longer than the server's context window
+    ├── EmptyMessageError      (ValueError)    core.errors: an empty question (nothing was sent)
+    ├── ContextOverflowError   (ValueError)    core.errors: the request is longer than the server's context window
     ├── ToolInputError         (ValueError)    agent.tools: a tool's argument is invalid
     ├── UnknownToolError       (ValueError, KeyError)  agent.tools: a tool name that is not in the registry
     ├── SnapshotError          (ValueError)    chat.snapshot: snapshot data (or a mark) a session cannot load
@@ -37,6 +39,7 @@ The tree (module where each is defined, and what it means)::
     │   └── EndpointNotReadyError (TimeoutError)  llm.endpoint: wait_until_ready gave up waiting
     ├── TurnInProgressError    (RuntimeError)  chat.chat_session: a question while the session is still answering one
     ├── EmbeddingError         (RuntimeError)  retrieval.embeddings: the embedding model failed
+    │   └── EmbeddingInputError (ValueError)  retrieval.embeddings: not a list of texts, a bad input_type or batch_size
     ├── DataFileError          (FileNotFoundError)  retrieval.embeddings: a data file the workshop ships is missing
     ├── SummaryError           (RuntimeError)  memory.summary: the summariser failed
     ├── FactStoreError         (RuntimeError)  facts.fact_store: the fact database failed (nothing stored)
@@ -44,18 +47,34 @@ The tree (module where each is defined, and what it means)::
     │   ├── FactResolutionError                facts.writer: resolve() was given what it cannot apply
     │   └── FactWriteError                     facts.background: the background writer could not write
     └── SessionStoreError      (RuntimeError)  sessions.protocol: the store could not open, read or write
-        ├── SessionNotFoundError               no session under these ids
-        ├── SessionConflictError               another writer saved this session since it was loaded
-        ├── SessionSaveError                   a change was not saved and was rolled back in memory
-        ├── SessionDamagedError                stored rows that cannot be restored, or no longer match their digest
-        └── ForkError                          fork() cannot branch from that turn
+        ├── SessionIdError                     (see InvalidIdError above: it is both)
+        ├── SessionNotFoundError               sessions.protocol: no session under these ids
+        ├── SessionConflictError               sessions.protocol: another writer saved this session since it was loaded
+        ├── SessionSaveError                   sessions.protocol: a change was not saved and was rolled back in memory
+        ├── SessionDamagedError                sessions.protocol: stored rows that cannot be restored, or no longer
+        │                                      match their digest
+        └── ForkError                          sessions.protocol: fork() cannot branch from that turn
 
     WorkshopWarning (UserWarning)
-    ├── EmbeddingTruncationWarning, CacheWarning (retrieval.embeddings, retrieval.knowledge)
+    ├── EmbeddingTruncationWarning (retrieval.embeddings): a text was cut to the model's length
+    ├── CacheWarning (retrieval.knowledge): a cached embedding file was unusable and rebuilt
     ├── DotenvWarning (llm.dotenv_file): a .env file another user could have written was ignored
-    └── RecallWarning, SummaryWarning, ProfileWarning (memory)
+    └── RecallWarning (memory.recall_index), SummaryWarning (memory.summary), ProfileWarning (memory.profile)
 
-``Hint`` in ``helpers.exercises`` is not an error: it carries an exercise check's advice.
+Control flow, not errors: these classes never leave the code that raises them, so they stay outside the tree
+(tests/test_errors.py checks that every exception class under ``helpers/`` is either in the tree or here)::
+
+    Hint               (Exception)      exercises: a check's advice to the learner; Exercise.check prints it
+    TooManyAttempts    (BaseException)  exercises.nb11: a check's endpoint stops a retry loop with no end; a
+                                        BaseException so neither the learner's ``except Exception`` nor the
+                                        openai client's retries catch it; the check that set the cap catches it
+    _CannotMake        (ValueError)     standin.schemas: no value fits a schema; becomes a _RequestError
+    _TooComplex        (Exception)      standin.schemas: a schema took more than STEP_LIMIT steps; becomes a Problem
+    _RequestError      (Exception)      standin.validation: an HTTP error answer; standin.server.handle sends it
+    _Invalid           (Exception)      standin.validation: one problem with a request, gathered into its 400 answer
+
+(the last four are the offline stand-in's internal signals: it answers every request with an HTTP response,
+and the client sees an HTTP error, an ``EndpointError`` or an ``openai.BadRequestError``, never these classes)
 """
 from __future__ import annotations
 
