@@ -34,6 +34,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -224,9 +225,9 @@ _DAY = (r"(?:(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|"
 _DAY_RE = re.compile(r"\b" + _DAY, re.I)
 _DAY_RANGE = re.compile(r"\b(?:from\s+)?(" + _DAY + r")\s*(?:-|–|—|to|through|thru|till|until)\s*("
                         + _DAY + r")", re.I)
-_DAY_GROUPS = [(re.compile(r"\bweek\s?days?\b|\bduring the week\b", re.I), range(0, 5)),
-               (re.compile(r"\bweek-?ends?\b", re.I), range(5, 7)),
-               (re.compile(r"\bevery day\b|\bdaily\b|\bseven days a week\b", re.I), range(0, 7))]
+_WEEKDAYS_WORD = re.compile(r"\bweek\s?days?\b|\bduring the week\b", re.I)
+_WEEKENDS_WORD = re.compile(r"\bweek-?ends?\b", re.I)
+_EVERY_DAY_WORD = re.compile(r"\bevery day\b|\bdaily\b|\bseven days a week\b", re.I)
 
 
 def day_index(token: str) -> int | None:
@@ -310,6 +311,8 @@ _PLACE_NOUNS = (r"(?:hall|house|lodge|building|centre|center|court|library|union
 _LOWER_PLACE = re.compile(r"\b([a-z][a-z'-]+) " + _PLACE_NOUNS + r"\b")
 _NOT_NAMES = {"i", "am", "pm", "room", "rooms", "floor", "level", "the", "a", "an"} | set(_MONTHS)
 _CURRENCY = {"$": "dollar", "£": "pound", "€": "euro"}
+_UNIT_AFTER = re.compile(r"[\s-]*([a-z][a-z'-]*)")  # the noun after a number ("two weeks"), lower case
+_UNIT_LETTERS = set("abcdefghijklmnopqrstuvwxyz'-")
 
 
 @dataclass
@@ -333,117 +336,237 @@ class Facts:
         return [c for c in self.claims if c.kind == kind]
 
 
-def _blank(text: str, span: tuple[int, int]) -> str:
-    return text[:span[0]] + " " * (span[1] - span[0]) + text[span[1]:]
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced by as many spaces."""
+    if not spans:
+        return text
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces += [text[at:start], " " * (end - start)]
+        at = end
+    return "".join(pieces) + text[at:]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One way a text states a fact: a pattern, and what a match of it claims.
+
+    ``read(match, text)`` gives the claims one match makes (none: the match is not one of these facts).
+    With ``blanks``, a match that claims something is blanked, so no later rule reads it again ("3pm" is
+    not also the number 3). ``facts_in`` runs ``FACT_RULES`` in order; ``apply`` runs one rule alone."""
+
+    name: str
+    kind: str
+    pattern: re.Pattern
+    read: Callable[[re.Match, str], list[Claim]]
+    blanks: bool = True
+
+    def apply(self, text: str) -> tuple[list[Claim], str]:
+        """The claims this rule finds in ``text``, and ``text`` with what they came from blanked."""
+        claims, spans = [], []
+        for m in self.pattern.finditer(text):
+            found = self.read(m, text)
+            claims += found
+            if found and self.blanks:
+                spans.append(m.span())
+        return claims, _blank(text, spans)
+
+
+def _claim(kind: str, value, m: re.Match) -> list[Claim]:
+    return [] if value is None else [Claim(kind, value, m.group(0).strip())]
+
+
+def _date(order: str) -> Callable[[re.Match, str], list[Claim]]:
+    """A date whose groups come in ``order`` ("ymd", "dmy", "mdy"): a real month and day."""
+    def read(m: re.Match, text: str) -> list[Claim]:
+        parts = dict(zip(order, m.groups()))
+        try:
+            month = int(parts["m"]) if order == "ymd" else _month(parts["m"])
+        except StopIteration:
+            return []
+        if parts["m"].lower() == "may" and not m.group(0)[0].isdigit() and not parts["m"][0].isupper():
+            return []  # "may 3" in "you may 3 times ..." is not a date
+        day, year = int(parts["d"]), int(parts["y"]) if parts.get("y") else None
+        return _claim("date", (month, day, year), m) if 1 <= month <= 12 and 1 <= day <= 31 else []
+    return read
+
+
+def _time_range(m: re.Match, text: str) -> list[Claim]:
+    """"3-5pm", "10:30 to 11:45 am": two times sharing one am/pm ("11 to 1pm": the start is am)."""
+    h1, m1, h2, m2 = int(m.group(1)), int(m.group(2) or 0), int(m.group(3)), int(m.group(4) or 0)
+    mer = m.group(5)
+    end, start = _minutes(h2, m2, mer), _minutes(h1, m1, mer)
+    if start is not None and end is not None and min(start) > min(end):
+        start = _minutes(h1, m1, "a" if mer.lower() == "p" else "p")
+    if start is None or end is None:
+        return []
+    return [Claim("time", start, m.group(0).strip()), Claim("time", end, m.group(0).strip())]
+
+
+def _time_12(m: re.Match, text: str) -> list[Claim]:
+    """"3pm", "3:30 p.m."."""
+    return _claim("time", _minutes(int(m.group(1)), int(m.group(2) or 0), m.group(3)), m)
+
+
+def _time_part_of_day(m: re.Match, text: str) -> list[Claim]:
+    """"9 in the morning", "8 at night"."""
+    hour, minute, part = int(m.group(1)), int(m.group(2) or 0), m.group(3).lower()
+    pm = part in ("afternoon", "evening") or (part == "night" and hour < 12)
+    return _claim("time", _minutes(hour, minute, "p" if pm else "a") if 1 <= hour <= 12 else None, m)
+
+
+def _time_24(m: re.Match, text: str) -> list[Claim]:
+    """"15:00", "15.00"."""
+    return _claim("time", _minutes(int(m.group(1)), int(m.group(2)), None), m)
+
+
+def _time_words(m: re.Match, text: str) -> list[Claim]:
+    """"noon", "midday", "midnight"."""
+    return _claim("time", frozenset({0, 1440}) if m.group(1).lower() == "midnight" else frozenset({720}), m)
+
+
+def _time_oclock(m: re.Match, text: str) -> list[Claim]:
+    """"3 o'clock": either half of the day."""
+    return _claim("time", _either(int(m.group(1))), m)
+
+
+def _time_bare_range(m: re.Match, text: str) -> list[Claim]:
+    """"from 9 to 5": two hours, each either half of the day."""
+    a, b = _either(int(m.group(1))), _either(int(m.group(2)))
+    return [Claim("time", a, m.group(0)), Claim("time", b, m.group(0))] if a and b else []
+
+
+def _floor_word(m: re.Match, text: str) -> list[Claim]:
+    """"ground floor" (0), "basement" (-1)."""
+    return _claim("floor", -1 if m.group(1).lower() == "basement" else 0, m)
+
+
+def _floor_number(m: re.Match, text: str) -> list[Claim]:
+    """"fifth floor", "5th floor", "floor 5"."""
+    return _claim("floor", number_value(m.group(1)), m)
+
+
+def _room(m: re.Match, text: str) -> list[Claim]:
+    """"Room 2B" (2B to 2B), "rooms 310 to 318"."""
+    first, last = m.group(1).upper(), (m.group(2) or "").upper()
+    return _claim("room", (first, last) if last else (first, first), m)
+
+
+def _day_range(m: re.Match, text: str) -> list[Claim]:
+    """"Monday to Friday", "Fri-Mon": every day of the span."""
+    first, last = day_index(m.group(1)), day_index(m.group(2))
+    return _claim("day", _span_days(first, last), m) if first is not None and last is not None else []
+
+
+def _days(days: range) -> Callable[[re.Match, str], list[Claim]]:
+    """A word for a fixed set of days ("weekdays", "at weekends", "daily")."""
+    return lambda m, text: _claim("day", frozenset(days), m)
+
+
+def _day(m: re.Match, text: str) -> list[Claim]:
+    """One weekday, in any case or common abbreviation ("Wed", "thurs"; not "sun" or "wed" as words)."""
+    index = day_index(m.group(0))
+    return _claim("day", frozenset({index}), m) if index is not None else []
+
+
+def _code(m: re.Match, text: str) -> list[Claim]:
+    """"LU-58213", "B12", "2B": letters and digits together."""
+    return _claim("code", m.group(0).lower(), m)
+
+
+def _run_after(text: str, at: int) -> str:
+    """The spaces, hyphens and letters from ``at`` (and the character after them): all ``_UNIT_AFTER`` can
+    match once lower-cased, so each number reads only its own neighbourhood."""
+    end = at
+    while end < len(text) and (text[end].isspace() or set(text[end].lower()) <= _UNIT_LETTERS):
+        end += 1
+    return text[at:end + 1]
+
+
+def _number(m: re.Match, text: str) -> list[Claim]:
+    """A number in digits or words, with the noun it counts ("two weeks"; "$5" counts dollars); a lone
+    "one" with no noun is not a number."""
+    value = number_value(m.group(2))
+    after = _UNIT_AFTER.match(_run_after(text, m.end()).lower())
+    unit = _CURRENCY.get(m.group(1) or "") or (after.group(1) if after else None)
+    if unit and (unit in STOP or number_value(unit) is not None):
+        unit = None
+    if value is None or (m.group(2).lower() == "one" and not unit):
+        return []
+    return [Claim("number", (value, stem(unit) if unit else None), m.group(0).strip())]
+
+
+_SENTENCE_OPENERS = '.!?:;\n"('
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """Does the capital at ``at`` open the text, a sentence, a quote, a bracket or a " - " aside?"""
+    if at == 0 or (at >= 3 and text[at - 1].isspace() and text[at - 2] == "-" and text[at - 3].isspace()):
+        return True
+    j = at
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+        if text[j] == "\n":
+            return True
+    return j > 0 and text[j - 1] in _SENTENCE_OPENERS
+
+
+def _name(m: re.Match, text: str) -> list[Claim]:
+    """Capitalised words ("Dr Amara Osei", "Pemberton Hall"), without a leading "The", "Room" or day; one
+    word alone at the start of a sentence is not a name."""
+    words = m.group(0).split()
+    while words and (words[0].lower() in _NOT_NAMES or day_index(words[0]) is not None):
+        words = words[1:]
+    alone = len(words) == 1 and (_starts_sentence(text, m.start()) or words[0].lower().rstrip("s") in _NOT_NAMES)
+    if not words or alone:
+        return []
+    name = re.sub(r"['’]s$", "", " ".join(words))
+    return [Claim("name", name.lower(), name)]
+
+
+def _lower_place(m: re.Match, text: str) -> list[Claim]:
+    """A place written in lower case ("pemberton hall"), its first word not a stop word."""
+    return [Claim("name", m.group(0).lower(), m.group(0))] if m.group(1) not in STOP else []
+
+
+#: The rules ``facts_in`` runs, in this order: dates before times and numbers, times before floors and
+#: numbers, ranges before their single days, codes before numbers, names last (nothing they read is blanked).
+FACT_RULES: tuple[Rule, ...] = (
+    Rule("date_iso", "date", _DATE_ISO, _date("ymd")),
+    Rule("date_day_month", "date", _DATE_DAY_MONTH, _date("dmy")),
+    Rule("date_month_day", "date", _DATE_MONTH_DAY, _date("mdy")),
+    Rule("time_range", "time", _TIME_RANGE, _time_range),
+    Rule("time_12h", "time", _TIME_12, _time_12),
+    Rule("time_part_of_day", "time", _TIME_PART_OF_DAY, _time_part_of_day),
+    Rule("time_24h", "time", _TIME_24, _time_24),
+    Rule("time_words", "time", _TIME_WORDS, _time_words),
+    Rule("time_oclock", "time", _TIME_OCLOCK, _time_oclock),
+    Rule("time_bare_range", "time", _TIME_BARE_RANGE, _time_bare_range),
+    Rule("floor_word", "floor", _FLOOR_WORD, _floor_word),
+    Rule("floor_before", "floor", _FLOOR_BEFORE, _floor_number),
+    Rule("floor_after", "floor", _FLOOR_AFTER, _floor_number),
+    Rule("room", "room", _ROOM, _room),
+    Rule("day_range", "day", _DAY_RANGE, _day_range),
+    Rule("weekdays", "day", _WEEKDAYS_WORD, _days(range(0, 5))),
+    Rule("weekends", "day", _WEEKENDS_WORD, _days(range(5, 7))),
+    Rule("every_day", "day", _EVERY_DAY_WORD, _days(range(0, 7))),
+    Rule("day", "day", _DAY_RE, _day),
+    Rule("code", "code", _CODE, _code),
+    Rule("number", "number", _NUMBER, _number),
+    Rule("name", "name", _NAME, _name, blanks=False),
+    Rule("lower_place", "name", _LOWER_PLACE, _lower_place, blanks=False),
+)
+_CITATION = re.compile(r"\[[a-z0-9][\w-]*\]")  # "[library-hours]": a citation is not a claim
 
 
 def facts_in(text: str) -> Facts:
-    """The days, times, dates, floors, rooms, codes, numbers and names ``text`` states (module docstring)."""
+    """The days, times, dates, floors, rooms, codes, numbers and names ``text`` states (module docstring):
+    each of ``FACT_RULES`` in turn, on the text with what earlier rules claimed blanked."""
     found = Facts(text=text.lower(), words=_WORD.findall(text.lower()))
-    work = re.sub(r"\[[a-z0-9][\w-]*\]", lambda m: " " * len(m.group(0)), text)  # citations are not claims
-
-    def add(kind, value, match, group=0):
-        if value is not None:
-            found.claims.append(Claim(kind, value, match.group(group).strip()))
-        return value is not None
-
-    for pattern, order in ((_DATE_ISO, "ymd"), (_DATE_DAY_MONTH, "dmy"), (_DATE_MONTH_DAY, "mdy")):
-        for m in list(pattern.finditer(work)):
-            parts = dict(zip(order, m.groups()))
-            try:
-                month = int(parts["m"]) if order == "ymd" else _month(parts["m"])
-            except StopIteration:
-                continue
-            if parts["m"].lower() == "may" and not m.group(0)[0].isdigit() and not parts["m"][0].isupper():
-                continue  # "may 3" in "you may 3 times ..." is not a date
-            day, year = int(parts["d"]), int(parts["y"]) if parts.get("y") else None
-            if 1 <= month <= 12 and 1 <= day <= 31:
-                add("date", (month, day, year), m)
-                work = _blank(work, m.span())
-    for m in list(_TIME_RANGE.finditer(work)):
-        h1, m1, h2, m2 = int(m.group(1)), int(m.group(2) or 0), int(m.group(3)), int(m.group(4) or 0)
-        mer = m.group(5)
-        end = _minutes(h2, m2, mer)
-        start = _minutes(h1, m1, mer)
-        if start is not None and end is not None and min(start) > min(end):  # "11 to 1pm": the start is am
-            start = _minutes(h1, m1, "a" if mer.lower() == "p" else "p")
-        if start is not None and end is not None:
-            found.claims.append(Claim("time", start, m.group(0).strip()))
-            found.claims.append(Claim("time", end, m.group(0).strip()))
-            work = _blank(work, m.span())
-    for pattern in (_TIME_12, _TIME_PART_OF_DAY, _TIME_24, _TIME_WORDS, _TIME_OCLOCK):
-        for m in list(pattern.finditer(work)):
-            if pattern is _TIME_12:
-                value = _minutes(int(m.group(1)), int(m.group(2) or 0), m.group(3))
-            elif pattern is _TIME_PART_OF_DAY:
-                hour, minute = int(m.group(1)), int(m.group(2) or 0)
-                part = m.group(3).lower()
-                pm = part in ("afternoon", "evening") or (part == "night" and hour < 12)
-                value = _minutes(hour, minute, "p" if pm else "a") if 1 <= hour <= 12 else None
-            elif pattern is _TIME_24:
-                value = _minutes(int(m.group(1)), int(m.group(2)), None)
-            elif pattern is _TIME_WORDS:
-                value = frozenset({0, 1440}) if m.group(1).lower() == "midnight" else frozenset({720})
-            else:
-                value = _either(int(m.group(1)))
-            if add("time", value, m):
-                work = _blank(work, m.span())
-    for m in list(_TIME_BARE_RANGE.finditer(work)):
-        a, b = _either(int(m.group(1))), _either(int(m.group(2)))
-        if a and b:
-            found.claims += [Claim("time", a, m.group(0)), Claim("time", b, m.group(0))]
-            work = _blank(work, m.span())
-    for m in list(_FLOOR_WORD.finditer(work)):
-        add("floor", -1 if m.group(1).lower() == "basement" else 0, m)
-        work = _blank(work, m.span())
-    for pattern in (_FLOOR_BEFORE, _FLOOR_AFTER):
-        for m in list(pattern.finditer(work)):
-            if add("floor", number_value(m.group(1)), m):
-                work = _blank(work, m.span())
-    for m in list(_ROOM.finditer(work)):
-        first, last = m.group(1).upper(), (m.group(2) or "").upper()
-        add("room", (first, last) if last else (first, first), m)
-        work = _blank(work, m.span())
-    for m in list(_DAY_RANGE.finditer(work)):
-        first, last = day_index(m.group(1)), day_index(m.group(2))
-        if first is not None and last is not None:
-            add("day", _span_days(first, last), m)
-            work = _blank(work, m.span())
-    for pattern, days in _DAY_GROUPS:
-        for m in list(pattern.finditer(work)):
-            add("day", frozenset(days), m)
-            work = _blank(work, m.span())
-    for m in list(_DAY_RE.finditer(work)):
-        index = day_index(m.group(0))
-        if index is not None:
-            add("day", frozenset({index}), m)
-            work = _blank(work, m.span())
-    for m in list(_CODE.finditer(work)):
-        add("code", m.group(0).lower(), m)
-        work = _blank(work, m.span())
-    for m in list(_NUMBER.finditer(work)):
-        value = number_value(m.group(2))
-        after = re.match(r"[\s-]*([a-z][a-z'-]*)", work[m.end():].lower())
-        unit = _CURRENCY.get(m.group(1) or "") or (after.group(1) if after else None)
-        if unit and (unit in STOP or number_value(unit) is not None):
-            unit = None
-        if value is None or (m.group(2).lower() == "one" and not unit):
-            continue
-        found.claims.append(Claim("number", (value, stem(unit) if unit else None), m.group(0).strip()))
-        work = _blank(work, m.span())
-    starts = {m.start(1) for m in re.finditer(r"(?:^|[.!?:;\n\"(]\s*|\s-\s)([A-Z])", work)}
-    for m in _NAME.finditer(work):
-        words = m.group(0).split()
-        while words and (words[0].lower() in _NOT_NAMES or day_index(words[0]) is not None):
-            words = words[1:]
-        alone = len(words) == 1 and (m.start() in starts or words[0].lower().rstrip("s") in _NOT_NAMES)
-        if not words or alone:
-            continue
-        name = re.sub(r"['’]s$", "", " ".join(words))
-        found.claims.append(Claim("name", name.lower(), name))
-    for m in _LOWER_PLACE.finditer(work):
-        if m.group(1) not in STOP:
-            found.claims.append(Claim("name", m.group(0).lower(), m.group(0)))
+    work = _CITATION.sub(lambda m: " " * len(m.group(0)), text)
+    for rule in FACT_RULES:
+        claims, work = rule.apply(work)
+        found.claims += claims
     return found
 
 
