@@ -9,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from helpers.facts.fact_store import MIGRATIONS, SESSION_STORE_TABLES, FactStoreError, SQLiteFactStore
+from helpers.facts.fact_store import FACT_STORE_TABLES, MIGRATIONS, SHARED_FILE_TABLES, FactStoreError, SQLiteFactStore
 from helpers.facts.writer import Candidate, FactMemory
-from helpers.sessions.session_store import SQLiteSessionStore
+from helpers.sessions.session_store import SCHEMA_TABLE as SESSION_SCHEMA_TABLE, SESSION_STORE_TABLES, SQLiteSessionStore
 
 
 def digest(path):
@@ -123,6 +123,14 @@ def test_session_store_tables_the_fact_store_accepts_are_exactly_the_ones_it_cre
     db = tmp_path / "sessions.db"
     SQLiteSessionStore(db).close()
     assert tables(db) == SESSION_STORE_TABLES
+    assert SHARED_FILE_TABLES[SESSION_SCHEMA_TABLE] == SESSION_STORE_TABLES  # registered by its own module
+
+
+def test_the_fact_store_tables_the_session_store_accepts_are_exactly_the_ones_it_creates(tmp_path):
+    """Each store names its own tables once; the other reads them from there."""
+    db = tmp_path / "facts.db"
+    FactMemory.open(str(db)).close()
+    assert tables(db) == FACT_STORE_TABLES
 
 
 def test_an_empty_or_new_file_is_created_and_migrated(tmp_path):

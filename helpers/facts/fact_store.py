@@ -245,10 +245,22 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 SCHEMA_TABLE = "schema_migrations"  # which MIGRATIONS a file has had: (version, name, applied_at)
 _SCHEMA_COLUMNS = ["version", "name", "applied_at"]
-# The session store's tables (helpers.sessions.session_store), recognised by its own schema table: a file holding
-# only these is the workshop's, and may also hold facts (notebook 12 keeps both in one file).
-SESSION_SCHEMA_TABLE = "session_schema"
-SESSION_STORE_TABLES = frozenset({SESSION_SCHEMA_TABLE, "sessions", "session_turns", "recall_vectors"})
+# Every table the fact store creates (MIGRATIONS and SCHEMA_TABLE): a file holding only these is the workshop's,
+# and another of its stores may share it (the session store reads this to accept such a file).
+FACT_STORE_TABLES = frozenset({SCHEMA_TABLE, "facts", "provenance", "audit", "source_versions"})
+# The workshop's other stores that may keep their tables in a fact store's file (notebook 12 keeps sessions and
+# facts in one), each recognised by its own schema table: schema table -> every table that store creates. Each
+# store registers its own (``share_file_with``; the session store does when ``helpers.sessions.session_store`` is
+# imported), so its table names are written once, in its own module, and this layer imports none of them.
+SHARED_FILE_TABLES: dict[str, frozenset[str]] = {}
+
+
+def share_file_with(schema_table: str, tables: frozenset[str]) -> None:
+    """Let a fact store's file also hold ``tables``, the whole set of another workshop store, marked by its
+    ``schema_table`` (one of ``tables``)."""
+    if schema_table not in tables or tables & FACT_STORE_TABLES:
+        raise ValueError(f"{schema_table!r} must be one of the tables {sorted(tables)}, none of them the fact store's")
+    SHARED_FILE_TABLES[schema_table] = frozenset(tables)
 
 
 def check_schema(conn: sqlite3.Connection, path: str) -> None:
@@ -256,7 +268,8 @@ def check_schema(conn: sqlite3.Connection, path: str) -> None:
 
     Ours: no tables yet; a ``schema_migrations`` table laid out like ours that records only our
     migrations (by version and name) - refused if it records a newer version than this code knows;
-    or only the session store's tables, with its ``session_schema`` table.
+    or only the tables of another workshop store registered with ``share_file_with`` (the session store's,
+    with its ``session_schema`` table).
     """
     names = {row[0] for row in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
@@ -285,8 +298,9 @@ def check_schema(conn: sqlite3.Connection, path: str) -> None:
         if recorded:
             return
         names.discard(SCHEMA_TABLE)  # laid out like ours but empty: ours only if nothing else is there
-    if SESSION_SCHEMA_TABLE in names:
-        names -= SESSION_STORE_TABLES
+    for schema_table, tables in SHARED_FILE_TABLES.items():
+        if schema_table in names:
+            names -= tables
     if names:
         shown = sorted(names)
         raise foreign(f"tables: {', '.join(shown[:5])}{', ...' if len(shown) > 5 else ''}; "

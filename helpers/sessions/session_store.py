@@ -52,6 +52,7 @@ from helpers.core.clock import now
 from helpers.core.dsn import redact_dsn
 from helpers.core.ids import MAX_ID_CHARS
 from helpers.core.migrations import apply_migrations
+from helpers.facts.fact_store import FACT_STORE_TABLES, share_file_with  # the fact store's own tables
 from helpers.sessions.store_sql import SCHEMA_TABLE, SessionStoreBase, check_fork, restore
 from helpers.sessions.encoding import (VECTOR_COLUMNS, altered_turns, EncodedChanges, EncodedSession, decode_state, encode_changes,
                                        encode_state, encode_vectors, has_lone_surrogates, import_stored_vectors,
@@ -61,7 +62,7 @@ from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionD
                                        check_user_id)
 
 __all__ = [  # what notebooks, tests and the other modules import from here
-    "FACT_STORE_TABLES", "MAX_ID_CHARS", "MIGRATIONS", "SCHEMA_TABLE", "VECTOR_COLUMNS", "EncodedChanges",
+    "MAX_ID_CHARS", "MIGRATIONS", "SCHEMA_TABLE", "SESSION_STORE_TABLES", "VECTOR_COLUMNS", "EncodedChanges",
     "EncodedSession", "ForkError", "SQLiteSessionStore", "SessionConflictError", "SessionDamagedError",
     "SessionInfo", "SessionNotFoundError", "SessionSaveError", "SessionStore", "SessionStoreBase", "SessionStoreError",
     "StoredSession", "check_fork", "check_ids", "check_user_id", "decode_state", "encode_changes",
@@ -69,8 +70,10 @@ __all__ = [  # what notebooks, tests and the other modules import from here
     "recall_index", "redact_dsn", "restore", "storable_text",
 ]
 
-# Tables the durable fact store (lesson 10) creates; a file holding only these may also hold sessions.
-FACT_STORE_TABLES = frozenset({"schema_migrations", "facts", "provenance", "audit", "source_versions"})
+# Every table this store creates (MIGRATIONS and SCHEMA_TABLE). A fact store's file may hold them too: the
+# fact store learns them here, since it may not import this layer.
+SESSION_STORE_TABLES = frozenset({SCHEMA_TABLE, "sessions", "session_turns", "recall_vectors"})
+share_file_with(SCHEMA_TABLE, SESSION_STORE_TABLES)
 # SQLite result codes that mean "you may not write here", not "the file is damaged".
 _NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
@@ -238,7 +241,7 @@ class SQLiteSessionStore(SessionStoreBase):
                     "it was left untouched - upgrade the helpers package "
                     "(pip install -U ...) or pass another path")
             return
-        foreign = sorted(tables - FACT_STORE_TABLES)
+        foreign = sorted(tables - FACT_STORE_TABLES)  # a file holding only facts may also hold sessions
         if foreign:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
             raise SessionStoreError(f"{self.path} is a SQLite database of something else "
