@@ -517,7 +517,7 @@ def test_a_turn_whose_save_fails_is_rolled_back_and_the_next_turn_saves(any_stor
     failing_saves(monkeypatch, any_store, SessionStoreError("the disk is read-only (simulated)"))
     with pytest.raises(SessionSaveError, match=r"^Not saved: the turn was rolled back .*ada/s1.*read-only"):
         session.chat(OTHERS[1])
-    assert session.snapshot() == before and session.revision == revision and session.notes == before[
+    assert session.snapshot() == before and session.revision == revision and session.session.notes == before[
         "memory"]["summary"].split(" / ")
     monkeypatch.undo()
     assert "3 days" in session.chat(UNTIL)  # the next turn saves: no stale revision left behind

@@ -334,6 +334,11 @@ class PersistentSession(Conversation):
         """The session's system prompt: ``ChatSession.system_prompt``."""
         return self.session.system_prompt
 
+    @property
+    def rebuilt_turns(self) -> list[int]:
+        """The turns whose memory parts were read again on opening: ``ChatSession.rebuilt_turns``."""
+        return self.session.rebuilt_turns
+
     def snapshot(self) -> dict:
         """The session as the store keeps it: ``ChatSession.snapshot()``."""
         return self.session.snapshot()
