@@ -37,6 +37,7 @@ from helpers.core.text import shorten
 from helpers.agent.tools import REGISTRY, Tool, run_tool, tool_schemas
 
 EMPTY_REPLY = "(the model returned an empty reply)"
+TRACE_CHARS = 110  # a verbose trace line's text: one line, at most this long
 
 
 @dataclass
@@ -90,24 +91,18 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
     say = print if verbose else (lambda *a, **k: None)
     try:
         messages.append({"role": "user", "content": question})
-        say(f"user    {_short(question)}")
+        say(f"user    {shorten(question, TRACE_CHARS)}")
         for step in range(1, max_steps + 1):
             sent = len(messages)
             reply, response = yield from _ask(messages, schemas, stream, client, settings, chat_kwargs)
-            reported = reported_usage(response.usage)  # None when the server sent no usable count
-            usage.append(reported)
-            if on_response is not None and reported is not None:
-                on_response(sent, response)
+            _count(response, sent, usage, on_response)
             calls = reply.get("tool_calls") or []
             if not calls and not (reply.get("content") or "").strip() and schemas and \
                     chat_kwargs.get("tool_choice") != "none":
                 say("empty   no words and no tool call: asking again with tool_choice='none'")
                 retry = {**chat_kwargs, "tool_choice": "none"}
                 reply, response = yield from _ask(messages, schemas, stream, client, settings, retry)
-                reported = reported_usage(response.usage)
-                usage.append(reported)
-                if on_response is not None and reported is not None:
-                    on_response(sent, response)
+                _count(response, sent, usage, on_response)
                 reply = {"role": "assistant", "content": reply.get("content") or ""}  # no tool was allowed
                 calls = []
             if not calls and not (reply.get("content") or "").strip():
@@ -118,16 +113,16 @@ def agent_turn(question: str, messages: list[dict] | None = None, *, stream: boo
                 return AgentResult(EMPTY_REPLY, messages, [], step, "empty", usage)
             messages.append(reply)
             if not calls:
-                say(f"answer  {_short(reply.get('content') or '', 400)}")
+                say(f"answer  {shorten(reply.get('content') or '', 400)}")
                 answer = reply.get("content") or ""
                 return AgentResult(answer, messages, messages[start:], step, "answer", usage)
             for call in calls:
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
-                say(f"step {step}  → {_short(_format_call(name, arguments))}")
+                say(f"step {step}  → {shorten(_format_call(name, arguments), TRACE_CHARS)}")
                 result = run_tool(name, arguments, registry, offered=offered)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
                 marker = "  ✗ " if result.startswith('{"error"') else "  ← "
-                say(f"       {marker}{_short(result)}")
+                say(f"       {marker}{shorten(result, TRACE_CHARS)}")
         steps = f"{max_steps} step{'s' if max_steps != 1 else ''}"
         answer = (f"I stopped after {steps} without reaching an answer. "
                   "The tools I used are listed above; please rephrase or ask a narrower question.")
@@ -160,9 +155,13 @@ def _ask(messages: list[dict], schemas: list[dict], stream: bool, client, settin
     return reply, _Streamed(reply, usage)
 
 
-def _short(text: str, width: int = 110) -> str:
-    """A verbose trace line's text: one line, at most ``width`` characters."""
-    return shorten(text, width)
+def _count(response, sent: int, usage: list, on_response) -> None:
+    """Note one response's reported usage (None when the server sent no usable count) and tell ``on_response``
+    of it, with how many messages were sent, when there is a count."""
+    reported = reported_usage(response.usage)
+    usage.append(reported)
+    if on_response is not None and reported is not None:
+        on_response(sent, response)
 
 
 def _format_call(name: str, arguments: str) -> str:

@@ -160,10 +160,6 @@ def _check_texts(texts: Any) -> list[str]:
     return texts
 
 
-def _preview(text: str, width: int = 60) -> str:
-    return shorten(text, width, ellipsis="...")
-
-
 def local_embed(texts: list[str]) -> np.ndarray:
     """Embed ``texts`` on this machine: float32 array of shape (n, 384) with unit rows."""
     texts = _check_texts(texts)
@@ -183,7 +179,8 @@ def local_embed(texts: list[str]) -> np.ndarray:
         first = truncated[0]
         warnings.warn(
             f"{len(truncated)} text(s) longer than {MAX_SEQ_LENGTH} tokens were truncated to their first "
-            f"{MAX_SEQ_LENGTH} tokens (first: text {first}, {_preview(texts[first])!r}); split long passages "
+            f"{MAX_SEQ_LENGTH} tokens (first: text {first}, {shorten(texts[first], 60, ellipsis='...')!r}); "
+            "split long passages "
             "into smaller chunks to embed all of them",
             EmbeddingTruncationWarning,
             stacklevel=2,
@@ -238,7 +235,7 @@ def embed_texts(
         for b, start in enumerate(range(0, len(texts), batch_size)):
             batch = texts[start:start + batch_size]
             where = (f"batch {b + 1}/{n_batches} (texts {start}-{start + len(batch) - 1}, "
-                     f"first: {_preview(batch[0])!r}) with model {model!r}")
+                     f"first: {shorten(batch[0], 60, ellipsis='...')!r}) with model {model!r}")
             failure = None
             try:
                 response = client.embeddings.create(model=model, input=batch, extra_body=extra)
@@ -259,7 +256,7 @@ def embed_texts(
     if np.any(norms == 0):
         bad = int(np.flatnonzero(norms[:, 0] == 0)[0])
         raise EmbeddingError(f"the server returned an all-zero vector for text {bad} "
-                             f"({_preview(texts[bad])!r})")
+                             f"({shorten(texts[bad], 60, ellipsis='...')!r})")
     return (matrix / norms).astype(np.float32)
 
 
