@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ from helpers.llm.config import BACKENDS, load_settings
 from helpers.llm.dotenv_file import apply_dotenv
 from helpers.core.dsn import Database, parse_database, redact_dsn
 from helpers.core.errors import ConfigError, WorkshopError
+from helpers.core.text import escape_controls
 from helpers.facts.fact_store import FactStoreError
 from helpers.sessions.conversation import Conversation
 from helpers.sessions.session_store import SessionSaveError, SessionStoreError
@@ -54,7 +54,6 @@ COMMANDS = {
 # cursor moves, screen clears, OSC 52 clipboard writes, window titles; \r overwrites the line), DEL, the C1
 # controls (8-bit CSI and OSC), bidirectional overrides and isolates (they reorder the text after them, so
 # what is shown is not what was said), and lone surrogates (they cannot be encoded, so printing them fails).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _CHANGES = ("/undo", "/reset")  # commands that change the conversation (and save it)
 
 
@@ -67,13 +66,7 @@ def terminal_text(text: object, *, one_line: bool = False) -> str:
     """
     text = str(text)
     text = " ".join(text.split()) if one_line else text.replace("\r\n", "\n")
-    return _escaped(text)
-
-
-def _escaped(char: str) -> str:
-    from helpers.core.text import escape_controls  # the one rule, shared with every prompt line (one_line)
-
-    return escape_controls(char)  # newline and tab kept, as a terminal shows them
+    return escape_controls(text)  # the one rule, shared with every prompt line; newline and tab kept
 
 
 def _system_refusal(err: OSError) -> str:
