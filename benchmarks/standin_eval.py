@@ -48,7 +48,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 from helpers.retrieval.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT  # noqa: E402
 from helpers.standin.meaning import sentences  # noqa: E402
 from helpers.standin.policy import decide  # noqa: E402
-from helpers.standin.tasks import DONT_KNOW  # noqa: E402
+from helpers.standin.memory_rule import DONT_KNOW  # noqa: E402
 from helpers.agent.tools import tool_schemas  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.standin.policy import decide
-from helpers.standin.tasks import DONT_KNOW, asked_about_user
+from helpers.standin.memory_rule import DONT_KNOW, asked_about_user
 from helpers.agent.tools import tool_schemas
 
 TOOLS = tool_schemas()

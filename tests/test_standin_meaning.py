@@ -11,7 +11,8 @@ from helpers.retrieval.guardrails import GROUNDING_PROMPT, SCOPE_PROMPT
 from helpers.standin import meaning
 from helpers.standin.meaning import day_index, facts_in, length_limit, same_stem, sentences, stem
 from helpers.standin.policy import decide
-from helpers.standin.tasks import DONT_KNOW, classify_scope, judge_grounding
+from helpers.standin.memory_rule import DONT_KNOW
+from helpers.standin.tasks import classify_scope, judge_grounding
 from helpers.agent.tools import tool_schemas
 
 TOOLS = tool_schemas()

@@ -2,7 +2,7 @@
 
 NOT a model: every rule here is written down, and each can be read and tested on its own.
 
-The stand-in's rules (``helpers/standin/tasks.py``, ``helpers/standin/policy.py``) compare what texts
+The stand-in's rules (``tasks.py``, ``memory_rule.py``, ``policy.py`` in ``helpers/standin/``) compare what texts
 *say*, not how they are spelled. This module gives them the pieces:
 
 - **Similarity** (``embed``, ``similarity``): the local all-MiniLM-L6-v2 model, each text embedded once

@@ -82,11 +82,13 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import (FACT_EXTRACTOR, GROUNDING_JUDGE, PROFILE_EXTRACTOR, SCOPE_CLASSIFIER,
                                     SUMMARISER, is_context_message, read_passage_lines, read_task)
 from helpers.standin.meaning import asks_for, embed, length_limit, sentences
-from helpers.standin.tasks import (WEEKDAYS, _STOP, _WORD, _about_user, _noted, _text, classify_scope,
-                                   extract_facts, judge_grounding, summarise_conversation)
+from helpers.standin.memory_rule import _about_user, _noted
+from helpers.standin.request_text import _STOP, _WORD, _text
+from helpers.standin.tasks import classify_scope, extract_facts, judge_grounding, summarise_conversation
 
 _WEEKDAY_RE = re.compile(r"\b(" + "|".join(WEEKDAYS) + r")s?\b(?:\s+(?:at|from)\s+(\d{1,2}:\d{2}))?", re.I)
 STANDIN_NOTE = "offline stand-in"

@@ -1,0 +1,569 @@
+"""The offline stand-in's memory rule (rule 1b of ``helpers/standin/policy.py``): a question about the user
+is answered from the user's own statements in the request (``_about_user``), and a statement of profile facts
+is acknowledged (``_noted``).
+
+It is a rule, not a model. It reads meaning with the local embedding model and ordinary normalising code
+(``helpers/standin/meaning.py``), because similarity alone is not enough: MiniLM scores some right statements
+low against the question (0.24 for "By the way, my hometown is Port Ellery." and "Where did I grow up?") and
+some unrelated ones high, so it is combined with what kind of value is asked and whether a statement names
+one.
+
+1. *What is asked* (``asked_about_user``): the question sentence of the newest user message, its
+   topic (its content words, without "remind me", "again", "this year"), and the *kind* of value it
+   asks for: the user's name ("what's my name", "who am I"), a name of something ("what's my cat
+   called"), a person ("who"), a number ("how many", "my locker number"), a time ("when", "what
+   day"), a place ("where"), yes/no, or a thing ("which food"). How sure it is that the question is
+   about the user: *strong* ("what's my X", "which X is mine", "am I", "did I", "have I", "do you
+   remember", "remind me", "what do I <verb>" with no object: "where do I live?"), *weak* (other
+   first-person questions: "where do I print a poster?", "can I bring a friend?"), or *third* (no
+   first person: "who is visiting next month?"). A how-to ("how do I book a room?") is not asked.
+2. *Evidence* is only what the user said, as found in the request: statements (not questions, not
+   requests such as "tell me about X") of earlier user messages (the window, newest of all),
+   ``[turn N] user: "..."`` quotes and ``- label: value (turn N, ...)`` lines in any system message
+   (recalled turns, summaries, a profile or facts block), and the current value in a superseded
+   quote's note. The assistant's words never count.
+3. *Matching* a statement (``_match``), on three levels: **3** it names every word asked about, or
+   introduces the user's name ("call me X", "my name's X", "I'm X") for a name question; **2** its
+   topic ("my X is ...", a profile label) is the same thing in other words -- the question is close
+   in meaning to X (``TOPIC_SIMILARITY``; "where did I grow up?" and "my hometown") -- or it corrects
+   a value and shares a word; **1** it shares a word, or (with no topic of its own: "I'm
+   vegetarian") is close in meaning to the whole question (``STATEMENT_SIMILARITY``). "Where am I
+   from?" asks for what follows "from". It does not match when it is about something else: another
+   topic far in meaning ("my bike lock code" for "what's my student number?"), another head noun
+   ("my grandmother lives in Utrecht" for "when is my grandmother's birthday?"), another kind of the
+   same thing ("my yoga class" for "when is my pilates class?", unless the two phrases are nearly
+   the same in meaning, ``SAME_THING``: "book budget", "textbook budget"), another owner ("my
+   sister's birthday" for "when is my birthday?", "my cousin lives in Leeds" for "where do I
+   live?"), the user's own name for any other question -- or when it names no value of the kind
+   asked: no person for "who", no number for "how many", no time for "when" (months and weekdays
+   name no person or place). A weak question needs level 2 or half the words asked about; a
+   third-person question needs a statement of the user's about someone or something of theirs ("my
+   partner Sam starts ...") that names every word (two or more) and the kind asked -- and, unless it
+   asks "who", such a question near the knowledge base goes to the campus rules instead.
+4. *Choosing*: statements the context does not mark as superseded ("(superseded at turn M: X is now
+   "Y")" after a quote, "(superseded)" or "(outdated)" after a line) first; then the higher level;
+   then the larger share of the words asked about; then evidence marked current ("(current)", or a
+   profile line that names the value it superseded); then the newest (highest turn id, the window
+   above all, later in the request on a tie). A newer statement that corrects the chosen one
+   ("actually", "now", "update", "changed", "renamed", ...) and names the same thing (the head noun of
+   its topic: "team", "locker") wins over the value it replaced. For "what did I say about X" every
+   sentence of the user's that mentions X counts, the user's own words before profile lines.
+5. *Answer*: the user's own words quoted with their turn -- ``You told me (turn N): "..."`` -- or
+   ``Your profile says (turn N): label: value.`` (with a request to confirm a fact marked "possibly
+   outdated"), or, for a superseded quote, the current value from its note. With nothing matching, a
+   strong question gets ``DONT_KNOW`` -- a forgotten fact stays forgotten, nothing is guessed -- and a
+   weak or third-person question goes on to the campus rules (tools).
+
+Where it stops: it knows what the normalisers and the embedding model know. A value of a kind it
+cannot recognise, a topic the small model places far from its paraphrase, or a question about what
+the user said in a form it does not parse gets "I don't know" or the campus search instead.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from helpers.core.clock import WEEKDAYS
+from helpers.core.context_format import read_fact_lines, read_quotes
+from helpers.core.profile_rules import stated_facts
+from helpers.standin.meaning import (GENERIC, STOP, campus_nearness, content_stems, facts_in, same_stem, sentences,
+                                     shared_stems, similarity, stem)
+from helpers.standin.request_text import _is_ack, _text
+
+_TERMS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b", re.I)
+_HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would|might|will|does one) (?:i|we|one|you)\b|\bhow to\b",
+                     re.I)
+_RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|recall)\b|\bremind me\b|"
+                     r"\btell me (?:again )?(?:what|who|where|when|which|about )?\s*my\b", re.I)
+_SAID_QUESTION = re.compile(r"\b(?:what|which) (?:\w+ )?(?:did|have) i (?:say|said|tell|told|mention)|"
+                            r"\bwhat i (?:said|told you|mentioned)\b", re.I)
+_STRONG = re.compile(r"\b(?:what|who|where|when|which|how)(?: \w+){0,2}?(?:'s|'re| is| are| was| were)"
+                     r"(?: \w+ly)? my\b|\b(?:is|are) (?:\w+ ){0,2}mine\b|\b(?:am|was) i\b|\bdid i\b|"
+                     r"\bhave i\b|\bdo i have\b|\bi have\b|\bwho am i\b|\bmy name\b|\bcall me\b|\bgo by\b",
+                     re.I)
+_MODAL = re.compile(r"\b(?:can|could|should|may|might|must|shall) i\b|\bdo i (?:need|have) to\b|\bif i\b",
+                    re.I)
+# "where do I live?", "what car do I drive?": a question about the user's own life, not a campus task
+_DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: [a-z]+){0,2} do i (?:\w+ly |still |now |often |"
+                   r"normally )*(?P<verb>[a-z]+)(?: to [a-z]+)?(?P<rest>[^?.!]*)", re.I)
+# "print a poster", "hand in a wallet": a task with an object
+_OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:a|an|the|my|your|some|this|that|"
+                     r"these|those|any|[a-z]+'s)\b", re.I)
+_FRAME = re.compile(r"\b(?:(?:do|did|can|could) you (?:still )?(?:remember|know|recall)|"
+                    r"remind me(?: of| about)?|tell me(?: again)?(?: about)?|again|please|by the way|"
+                    r"once more)\b", re.I)
+_QUALIFIER = re.compile(r"\b(?:this|next|last|that|the coming) (?:year|term|semester|week|month|weekend|time)"
+                        r"\b|\btoday\b|\btonight\b|\bthese days\b|\bright now\b|\bat the moment\b|"
+                        r"\bnowadays\b", re.I)
+_REQUEST = re.compile(r"^\W*(?:please\s+|so\s+|and\s+|ok\s+)?(?:tell|give|explain|show|describe|list|"
+                      r"summari[sz]e|find|help|let me know)\b|\bi (?:was|am|'m) wondering\b|"
+                      r"\bi(?:'d| would) like to know\b|\bi want to know\b", re.I)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z'-]+(?: (?:[A-Z][a-z'-]+|[A-Z]\.|of|de|van))*")
+_ORGANISATION = re.compile(r"\b(?:Lab|Laboratory|Hall|House|Lodge|Centre|Center|Court|Library|Union|Club|"
+                           r"Society|Team|Street|Road|Cafe|Café|Bakery|Plan|Award|Grant|Prize|Bursary|"
+                           r"University|College|School|Office|Building|Park|Station)$")  # a name of no person
+_TITLE = r"\b(?:Dr|Prof|Professor|Mr|Mrs|Ms)\b"
+_CALENDAR = re.compile(r"(?:" + "|".join(WEEKDAYS) + r"|January|February|March|April|May|June|July|August|"
+                       r"September|October|November|December)s?$")  # "on 31 March" names no person or place
+# "Call me Ines.", "I'm Kaito": the lead-in in any case, the name capitalised
+_NAME_INTRO = re.compile(r"\b(?i:my name(?:'s| is)|name's|the name is|call me|i go by|calls? me|i am|i'm|"
+                         r"this is)\s+([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)")
+_CORRECTION = re.compile(r"\b(?:actually|now|instead|changed?|moved|switched|new|no longer|anymore|"
+                         r"update[sd]?|correction|scratch that|renamed|reassigned|these days|not any more|"
+                         r"sorry)\b", re.I)
+_MY_TOPIC = re.compile(r"\bmy ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
+                       r"have|got|changed|moved|starts?|ends?|lives?|visits?|works?|comes?|goes|meets?)\b",
+                       re.I)
+_MY_SUBJECT = re.compile(r"^(?:[^,:;]{0,30}[,:;]\s*)?my\b", re.I)  # "My sister Yara visits ...", "Oh, my ..."
+_POSSESSED = re.compile(r"\b([a-z]+)'s ([a-z]+)\b", re.I)
+# a time beyond the days, clock times and dates ``facts_in`` reads: "next month", "week after next", a year
+_TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|last|coming) "
+                         r"(?:week|month|year|term|semester|weekend)\b|\btomorrow\b|\btonight\b|"
+                         r"\bweek after next\b|\bin \w+ (?:days|weeks|months)\b|"
+                         r"\b(?:first|second|third|fourth|final|last) year\b|"
+                         r"\b(?:mornings?|evenings?|weekends?|weekdays?|noon|midnight)\b", re.I)
+_NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
+                           r"thirty|forty|fifty|hundred|dozen)\b", re.I)
+_PLACE_VALUE = re.compile(r"\b(?:in|at|from|near|on|inside|behind|by) (?:the |a |my )?[a-z]|\b(?:room|floor|"
+                          r"seat|row|hall|house|lodge|building|court|street|road|library|lab|centre|"
+                          r"center)\b", re.I)
+TOPIC_SIMILARITY = 0.4
+"""A statement whose topic is this close in meaning to the question is about the same thing in other words
+(level 2): "my hometown" and "where did I grow up?" (0.41). Further, and sharing no word, it is about
+another thing and answers nothing."""
+SAME_TOPIC = 0.5
+"""A statement's topic that does not name the head noun asked about must be this close to it; a topic
+sharing only some words asked about must be this close to the question to define it. "my bike lock" (0.42)
+is not what "where can I get my bike repaired?" asks about."""
+SAME_THING = 0.8
+"""Another kind of the thing asked about counts only this close in meaning: "book budget" = "textbook
+budget" (0.87); "pilates class" != "yoga class" (0.56)."""
+CAMPUS_SIMILARITY = 0.45
+"""A third-person question this near a knowledge-base sentence asks the campus, not memory ("where is
+Pemberton Hall?", even after "my exam is in Pemberton Hall")."""
+STATEMENT_SIMILARITY = 0.45
+"""A statement sharing no word with the question, and with no topic that matches, must be this close in
+meaning to the whole question for level 1 ("I'm vegetarian", which has no topic of its own)."""
+DONT_KNOW = "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
+"""The answer to a strong question about the user that nothing in the request answers."""
+
+
+@dataclass
+class Asked:
+    """What a question about the user asks (``asked_about_user``)."""
+
+    topic: set[str]      # content stems of what is asked about: "locker", "gym"
+    kind: str            # name (the user's), name_of, person, number, place, time, yes_no, thing
+    how: str             # "strong": only memory answers it; "weak": memory, else the tools; "third": not
+                         # about the user, answered from memory only when a statement of theirs covers it
+    subject_is_user: bool  # "where do I live?" (the user does it), not "where does my cousin live?"
+    core: str = ""         # the question without "remind me", "again", "this year": what is compared
+    said: bool = False     # "what did I say about X?": every sentence of the user's about X counts
+    verb: str | None = None
+    head: str | None = None          # the noun asked about: "birthday" in "my grandmother's birthday"
+    modifiers: frozenset = frozenset()  # its other words: "pilates" in "my pilates class"
+    owner: str | None = None         # "grandmother" in "my grandmother's birthday"
+    preposition: str | None = None   # "where am I from?": the answer follows "from"
+
+
+def _kind(question: str) -> str:
+    low = question.lower()
+    if re.search(r"\bmy (?:first |last |full |middle |nick)?name\b|\bwho am i\s*(?:again\s*)?(?:[?.!]|$)|"
+                 r"\b(?:call|address) me\b|"
+                 r"\b(?:am i|i'm|i am) called\b|\bgo by\b", low):
+        return "name"
+    if re.search(r"\bname\b|\bcalled\b", low):
+        return "name_of"
+    owned = re.search(r"\bmy ((?:[\w'-]+ ){0,4}?[\w'-]+)(?=\s*(?:$|[?.!,]|\b(?:is|are|was|were|again|now|"
+                      r"please|called|these|this|at|for|in|on)\b))", low)
+    head = owned.group(1).split()[-1] if owned else ""
+    if re.search(r"\bhow (?:many|much|old)\b|\b(?:what|which) (?:number|code|pin)\b", low) or \
+            head in ("number", "code", "pin", "id", "digits", "numbers"):
+        return "number"
+    if re.search(r"\bwho(?:m|se)?\b", low):
+        return "person"
+    if re.search(r"\bwhen\b|\bwhat time\b|\b(?:what|which) (?:day|date|year|month|week)\b|\bhow long\b", low):
+        return "time"
+    if re.search(r"\bwhere\b", low):
+        return "place"
+    if re.match(r"\W*(?:and |so )?(?:do|does|did|am|is|are|can|have|has|was|were|will)\b", low):
+        return "yes_no"
+    return "thing"
+
+
+def asked_about_user(question: str) -> Asked | None:
+    """What a question about the user asks (None for a question that does not refer to the user)."""
+    asked = _asked(question)
+    return asked if asked is not None and asked.how != "third" else None
+
+
+def _asked(question: str) -> Asked | None:
+    """What a question asks, if the user's own statements may answer it (``how`` says how sure that is)."""
+    if "?" not in question and not _RECALL.search(question):
+        return None
+    asked_part = [s for s in sentences(question) if s.endswith("?")]
+    question = asked_part[-1] if asked_part else question  # "My name is Ada. When does the club meet?"
+    low = question.lower()
+    first_person = _FIRST_PERSON.search(low) is not None
+    if _HOW_TO.search(low) and not re.search(r"\bhow (?:many|much|long|old)\b", low):
+        return None  # "how do I book a room?": a campus how-to
+    core = _FRAME.sub(" ", question)
+    if first_person:  # "what is my goal this year?" asks for the goal; "who visits next month?" for a visitor
+        core = _QUALIFIER.sub(" ", core)
+    topic = content_stems(core, generic=False)
+    kind = _kind(question)
+    do_i = _DO_I.search(question)
+    verb = stem(do_i.group("verb")) if do_i else None
+    am_i = re.search(r"\b(?:am|was|did|have|do) i (?:\w+ly |still |now |currently |originally )*([a-z]+)",
+                     low)
+    if verb is None and am_i and am_i.group(1) not in STOP:
+        verb = stem(am_i.group(1))
+    subject_is_user = bool(re.search(r"\b(?:am|was|did|do|have|can|could|should|will|would) i\b|"
+                                     r"\bi (?:am|was|have)\b|\bwho am i\b|\bi'm\b", low)
+                           ) and not re.search(r"\bmy \w+ (?:do|does|did)\b", low)
+    if kind == "name":
+        how = "strong"
+    elif not first_person:
+        how = "third"
+    elif _RECALL.search(low) or _SAID_QUESTION.search(low) or _STRONG.search(low):
+        how = "strong"
+    elif do_i and not _MODAL.search(low) and not _OBJECT.match(do_i.group("rest")):
+        how = "strong"  # "where do I work on weekends?", "what car do I drive?": nothing but the user's life
+    else:
+        how = "weak"    # "where do I print a poster?", "can I bring a friend?": campus tasks, unless said
+    if not topic and kind != "name" and verb:
+        topic = {verb}
+    head, modifiers, owner = _phrase(low)
+    stranded = re.search(r"\b(from|with|in|at|for)\s*\?*\s*$", low)
+    preposition = stranded.group(1) if stranded and not topic else None
+    return Asked(topic, kind, how, subject_is_user, " ".join(core.split()), bool(_SAID_QUESTION.search(low)),
+                 verb, head, modifiers, owner, preposition)
+
+
+def _phrase(low: str) -> tuple[str | None, frozenset, str | None]:
+    """The head noun, its other words and its owner in "my <phrase>" or "which <phrase> is mine"."""
+    owned = re.search(r"(?:'s|\b(?:is|are|was|were|of|about|remember|know|recall|me|do|does|did|will)) "
+                      r"(?:\w+ly )?my ((?:[\w'-]+ ){0,4}?[\w'-]+?)(?='s\b|\s*(?:$|[?.!,]|\b(?:is|are|was|"
+                      r"were|again|now|please|called|these|this|at|for|in|on|of|from|with|to|do|does|"
+                      r"did)\b))", low) or \
+        re.search(r"\b(?:which|what) ((?:[\w'-]+ ){0,3}?[\w'-]+) (?:is|are) mine\b", low)
+    if not owned:
+        return None, frozenset(), None
+    words = [stem(w) for w in _TERMS.findall(owned.group(1)) if w not in STOP and w not in GENERIC]
+    if re.search(r"\b(?:do|does|did|will|can|would|should) my ", low) and len(words) > 1:
+        words = words[:-1]  # "when does my brother come?": "come" is the verb, the brother is asked about
+    possessed = re.match(r"'s ([\w'-]+)", low[owned.end():])
+    if possessed and possessed.group(1) not in GENERIC and words:
+        return stem(possessed.group(1)), frozenset(), words[-1]  # "my grandmother's birthday"
+    if not words:
+        return None, frozenset(), None
+    return words[-1], frozenset(words[:-1]), None
+
+
+@dataclass
+class _Said:
+    """One piece of evidence about the user: a sentence they said, a profile line or a correction note."""
+
+    kind: str              # "said" (raw message), "quote" ([turn N] line), "profile" (- key: value), "note"
+    text: str              # what is compared with the question
+    turn: int | None       # None: a message of the current window, newer than every numbered turn
+    position: int
+    shown: str = ""        # what the answer quotes (profile lines: "label: value")
+    label: str = ""        # a profile line as written, or a note's fact
+    superseded: bool = False
+    current: bool = False
+
+    @property
+    def recency(self) -> tuple:
+        return (self.turn if self.turn is not None else float("inf"), self.position)
+
+
+def _evidence(messages: list[dict]) -> list[_Said]:
+    """The user's own statements in the request, oldest first (see the module docstring)."""
+    found: list[_Said] = []
+
+    def said(kind, text, turn, **extra):
+        if kind in ("profile", "note") or not (text.endswith("?") or _is_ack(text) or _REQUEST.search(text)):
+            found.append(_Said(kind, text, turn, len(found), **extra))
+
+    for message in messages:
+        role, text = message.get("role"), _text(message)
+        if role == "user":
+            for sentence in sentences(text):
+                said("said", sentence, None, shown=sentence)
+        elif role in ("system", "developer"):
+            for quote in read_quotes(text, "user"):  # helpers.core.context_format: the quote line's one reader
+                note = quote.notes[0] if quote.notes else None
+                for sentence in sentences(quote.text):
+                    said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None)
+                if note:
+                    label = note.label.split("/")[-1]
+                    said("note", f"my {label} is {note.value}", note.turn_id, shown=note.value,
+                         label=note.label, current=True)
+            for fact in read_fact_lines(text):  # and the fact line's
+                label, value, marks = fact.label, fact.value, fact.mark
+                words = " ".join(label.replace("/", " ").split())
+                said("profile", f"my {words} is {value}", fact.turn, shown=f"{label}: {value}",
+                     label=fact.line,
+                     superseded=marks.startswith(("superseded", "outdated")),
+                     current=marks == "current" or "superseded \"" in marks)
+    return found
+
+
+def _supplies(kind: str, text: str) -> bool:
+    """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?"""
+    if kind == "name":
+        return _NAME_INTRO.search(text) is not None
+    names = [m for m in _CAPITALISED.finditer(text) if not _CALENDAR.match(m.group(0))]
+    if kind in ("person", "name_of"):
+        people = [m.group(0) for m in names if m.start() > 0 or len(m.group(0).split()) > 1]
+        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text) is not None
+    if kind == "number":
+        return _NUMBER_VALUE.search(text) is not None
+    if kind == "time":
+        return _TIME_VALUE.search(text) is not None or any(
+            claim.kind in ("day", "time", "date") for claim in facts_in(text).claims)
+    if kind == "place":  # a place: "in/at/from ...", a building or room word, or a name not after "a" / "an"
+        return _PLACE_VALUE.search(text) is not None or any(
+            m.start() > 0 and not re.search(r"\b(?:an?|the)(?: [a-z]+)*\s*$", text[:m.start()])
+            for m in names)
+    return True
+
+
+def _someone_else_does(text: str, verb: str) -> bool:
+    """Does the statement use ``verb`` as the verb of someone else ("my cousin lives", "Rory works")?"""
+    words = re.findall(r"[A-Za-z']+|[,.;:!?]", text)
+    for i, word in enumerate(words):
+        following = words[i + 1].lower() if i + 1 < len(words) else ""
+        if not same_stem(stem(word), verb) or following in ("is", "are", "was", "were", "'s"):
+            continue
+        j = i - 1
+        while j >= 0 and (words[j].lower().endswith("ly") or words[j].lower() in ("now", "still", "also",
+                                                                                 "just")):
+            j -= 1
+        if j < 0 or words[j].lower() in ("i", "we", "i'm", "i've", "and", "to", "me"):
+            continue
+        if words[j][0].isupper() and words[j] not in ("I", "My") and j > 0:
+            return True   # "Rory works ..."
+        if "my" in [w.lower() for w in words[max(0, j - 3):j]] and words[j].isalpha():
+            return True   # "my cousin lives ...", "my older sister works ..."
+    return False
+
+
+def _without_generic(text: str) -> str:
+    """"locker number" -> "locker": generic nouns ("number", "name") make unrelated things look alike."""
+    kept = " ".join(w for w in text.split() if w.lower().strip("?.!,'s") not in GENERIC)
+    return kept or text
+
+
+def _statement_topics(item: _Said) -> list[str]:
+    """What a statement is about: a profile line's label, a note's fact, each X of "my X is ..."."""
+    if item.kind in ("profile", "note"):
+        return [item.text.removeprefix("my ").split(" is ")[0]]
+    return [m.group(1) for m in _MY_TOPIC.finditer(item.text)]
+
+
+def _topic_head(item: _Said) -> str | None:
+    """The noun a statement is about: the last word of "my X" before a preposition ("locker in the gym")."""
+    topics = _statement_topics(item)
+    if not topics:
+        return None
+    words = [stem(w) for w in _TERMS.findall(re.split(r"\b(?:in|at|on|of|for|from|with)\b", topics[0])[0])
+             if w not in STOP and w not in GENERIC]
+    return words[-1] if words else None
+
+
+def _other_owner(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
+    """"my sister's birthday" does not answer "when is my birthday?"; "my cousin lives in Leeds" does not say
+    where I live."""
+    for owner, owned in _POSSESSED.findall(item.text):
+        owner_stem = stem(owner)
+        about_asked = shared_stems({stem(owned)}, asked.topic)
+        if (owner.lower() not in STOP and owner_stem not in GENERIC and about_asked
+                and not shared_stems({owner_stem}, question_stems)):
+            return True
+    if item.kind not in ("said", "quote"):  # a profile line is the user's own
+        return False
+    return bool(asked.subject_is_user and asked.verb and shared_stems({asked.verb}, content_stems(item.text))
+                and _someone_else_does(item.text, asked.verb))
+
+
+def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
+    """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
+    preposition) all of them when a word follows "from" in the statement, else none."""
+    shared = shared_stems(asked.topic, content_stems(item.text))
+    coverage = len(shared) / len(asked.topic) if asked.topic else 0.0
+    if asked.preposition:  # "where am I from?" is answered by "I'm originally from Kilkenny"
+        after = re.search(rf"\b{asked.preposition}\s+(?:the\s+)?([A-Za-z][\w'-]*)", item.text)
+        coverage = 1.0 if after and after.group(1).lower() not in STOP else 0.0
+        shared = {asked.preposition} if coverage else set()
+    return shared, coverage
+
+
+def _third_person_level(asked: Asked, item: _Said, coverage: float) -> int:
+    """A question not about the user ("who is visiting next month?"): 3 for a statement of the user's about
+    someone or something of theirs ("my partner Sam starts ...") that names every word (two or more) and
+    the kind asked, else 0."""
+    return 3 if (coverage == 1 and len(asked.topic) >= 2 and _MY_SUBJECT.match(item.text)
+                 and _supplies(asked.kind, item.text)) else 0
+
+
+def _name_level(item: _Said) -> int:
+    """A question for the user's name: 3 for a statement that introduces it ("call me Ines") or a profile
+    line about it, else 0."""
+    return 3 if (_NAME_INTRO.search(item.text) or (item.kind == "profile" and item.text.startswith("my name ")))\
+        else 0
+
+
+def _only_gives_the_name(item: _Said, shared: set[str]) -> bool:
+    """A sentence of the user's that only gives their name ("I'm Kaito.") answers nothing else."""
+    intro = _NAME_INTRO.search(item.text) if item.kind in ("said", "quote") else None
+    return bool(intro and not shared and len(content_stems(item.text.replace(intro.group(0), " "))) <= 2)
+
+
+def _topic_similarity(asked: Asked, topics: list[str]) -> float:
+    """How close the whole question is to the statement's nearest topic (0 with none): single words alone
+    ("room", "locker") look too alike."""
+    return float(np.max(similarity(_without_generic(asked.core), topics))) if topics else 0.0
+
+
+def _another_thing(topics: list[str], shared: set[str], topic_similarity: float) -> bool:
+    """A statement with a topic of its own that shares no word and is far in meaning (``TOPIC_SIMILARITY``):
+    "my bike lock code" does not answer "what's my student number?"."""
+    return bool(topics) and not shared and topic_similarity < TOPIC_SIMILARITY
+
+
+def _another_head(asked: Asked, item: _Said, topics: list[str]) -> bool:
+    """A statement about another head noun than the one asked about, and not near it in meaning
+    (``SAME_TOPIC``): "my grandmother lives in Utrecht" does not say when her birthday is."""
+    if not (topics and asked.head):
+        return False
+    said_about = content_stems(" ".join(topics), generic=False)
+    head_named = (shared_stems({asked.head}, content_stems(item.text))
+                  or said_about <= shared_stems(said_about, set(asked.modifiers)))  # "my minor (subject)"
+    return not head_named and float(np.max(similarity(asked.head, topics))) < SAME_TOPIC
+
+
+def _another_kind_of_it(asked: Asked, item: _Said, topics: list[str], question_stems: set[str]) -> bool:
+    """A statement about another kind of the thing asked about, unless the two phrases are nearly the same
+    in meaning (``SAME_THING``): "my yoga class" is not "my pilates class", but "my textbook budget" is
+    "my book budget"."""
+    if not (topics and asked.head):
+        return False
+    said_about = content_stems(" ".join(topics), generic=False)
+    return bool(set(asked.modifiers) - shared_stems(set(asked.modifiers), content_stems(item.text))
+                and said_about - shared_stems(said_about, question_stems)
+                and float(np.max(similarity(" ".join(sorted(asked.modifiers)) + " " + asked.head, topics)))
+                < SAME_THING)
+
+
+def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage: float,
+                         topic_similarity: float) -> bool:
+    """Does the statement name a value of the kind asked (``_supplies``: a person for "who", a time for
+    "when", ...)? A statement "my X is ..." about every word asked need not; nor, for a "where" or "what"
+    (no one form), one that defines what is asked -- every word of it, or some and the same thing in meaning
+    (``SAME_TOPIC``) -- unless the question may be a campus task ("where can I park my bike?" is not "my
+    bike is a Trek")."""
+    defined = bool(topics) and (coverage == 1 or (coverage > 0 and topic_similarity >= SAME_TOPIC))
+    checkable = asked.kind in ("person", "name_of", "number", "time") or asked.how == "weak"
+    return (coverage == 1 and bool(topics)) or (defined and not checkable) or _supplies(asked.kind, item.text)
+
+
+def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_similarity: float,
+           score: float) -> int:
+    """3: names every word asked about; 2: its topic is the same thing in other words (``TOPIC_SIMILARITY``)
+    or it corrects a value and shares a word; 1: it shares a word or is close in meaning to the whole question
+    (``STATEMENT_SIMILARITY``); else 0. A weak question needs level 2 or half the words asked about."""
+    if coverage == 1:
+        level = 3
+    elif topic_similarity >= TOPIC_SIMILARITY or (shared and _CORRECTION.search(item.text)):
+        level = 2
+    elif shared or score >= STATEMENT_SIMILARITY:
+        level = 1
+    else:
+        return 0
+    if asked.how == "weak" and level < 2 and coverage < 0.5:
+        return 0  # "where can I get my bike repaired?" is not "my bike lock code is ..."
+    return level
+
+
+def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) -> tuple[int, float]:
+    """How well a statement answers the question (step 3 of the module docstring): its level (3, 2, 1, or 0
+    for not at all) and the share of the words asked about that it uses. ``score``: the similarity of the
+    whole question to the statement. Each step is a function of its own, in this order."""
+    shared, coverage = _words_asked_about(asked, item)
+    if asked.how == "third":
+        return _third_person_level(asked, item, coverage), coverage
+    if _other_owner(asked, item, question_stems):
+        return 0, coverage
+    if asked.kind == "name":
+        return _name_level(item), coverage
+    if _only_gives_the_name(item, shared):
+        return 0, coverage
+    topics = [_without_generic(t) for t in _statement_topics(item)]
+    topic_similarity = _topic_similarity(asked, topics)
+    if (_another_thing(topics, shared, topic_similarity) or _another_head(asked, item, topics)
+            or _another_kind_of_it(asked, item, topics, question_stems)
+            or not _names_what_is_asked(asked, item, topics, coverage, topic_similarity)):
+        return 0, coverage
+    return _level(asked, item, shared, coverage, topic_similarity, score), coverage
+
+
+def _about_user(messages: list[dict]) -> str | None:
+    """Rule 1b: answer a question about the user from the user's own statements in the request."""
+    if not messages or messages[-1].get("role") != "user":
+        return None
+    question = _text(messages[-1])
+    asked = _asked(question)
+    if asked is None:
+        return None
+    evidence = _evidence(messages[:-1])
+    question_stems = content_stems(question)
+    scores = similarity(asked.core or question, [item.text for item in evidence]) if evidence else []
+    ranked: list[tuple[tuple, _Said]] = []
+    for item, score in zip(evidence, scores):
+        if asked.said:  # "what did I say about X?": the user's own words about X, newest first
+            if shared_stems(asked.topic, content_stems(item.text)):
+                own_words = item.kind in ("said", "quote")
+                ranked.append(((not item.superseded, own_words, item.current, item.recency), item))
+            continue
+        level, coverage = _match(asked, item, float(score), question_stems)
+        if level:
+            ranked.append(((not item.superseded, level, coverage, item.current, item.recency), item))
+    if not ranked:
+        return DONT_KNOW if asked.how == "strong" else None
+    if asked.how == "third" and asked.kind != "person" and campus_nearness(question)[0] >= CAMPUS_SIMILARITY:
+        return None  # "where is Pemberton Hall?" asks the campus, even after "my exam is in Pemberton Hall"
+    best = max(ranked, key=lambda pair: pair[0])[1]
+    if not asked.said:  # a newer correction of the same thing wins over the value it replaced
+        head = _topic_head(best)
+        for _, item in ranked:
+            if (item.recency > best.recency and not item.superseded and _CORRECTION.search(item.text)
+                    and head and shared_stems({head}, content_stems(item.text))):
+                best = item  # it names the same thing ("team", "locker"), not merely the same owner
+    where = f" (turn {best.turn})" if best.turn is not None else ""
+    if best.kind == "note":
+        return f'You told me{where} that your {best.label} is now "{best.shown}".'
+    if best.kind == "profile":
+        stale = " It may be out of date, so please confirm." if "possibly outdated" in best.label else ""
+        return f"Your profile says{where}: {best.shown}.{stale}"
+    return f'You told me{where}: "{best.shown}"'
+
+
+def _noted(messages: list[dict]) -> str | None:
+    """Rule 1b, second half: a statement of profile facts (and no question) is acknowledged."""
+    if not messages or messages[-1].get("role") != "user" or "?" in _text(messages[-1]):
+        return None
+    if _is_ack(_text(messages[-1])) and _text(messages[-1]).strip():
+        return "You're welcome!"
+    facts = said_facts(_text(messages[-1]))
+    return "Noted: " + "; ".join(f["value"] for f in facts) + "." if facts else None
+
+
+def said_facts(said: str) -> list[dict]:
+    """The facts a user's words state by the profile rules (``helpers.core.profile_rules``): ``profile_facts``,
+    then "my <attribute> is <value>" sentence by sentence for attributes those did not name."""
+    return stated_facts(said, sentences(said))
