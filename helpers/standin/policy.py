@@ -48,7 +48,7 @@ text or tool calls. The rules, in order:
    and current over superseded values; with nothing that matches, a question that is surely about
    the user gets "I don't know", never a guess, and a campus question asked in the first person
    ("where can I print my essay?") goes on to the tools (the full rule is in
-   ``helpers/standin/tasks.py``).
+   ``helpers/standin/memory_rule.py``).
    A newest message that only *states* profile facts (the profile rules match, "my <attribute>
    is <value>" included; no question mark) gets "Noted: ..." without tools; a bare acknowledgement
    ("ok", "thanks!") gets "You're welcome!".
