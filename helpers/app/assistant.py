@@ -218,7 +218,8 @@ def open_stores(db: Any, *, schema: str | None = None,
     A string that starts like a DSN but cannot be read as one is refused before anything is opened, so
     it never becomes a file name. ``schema`` puts PostgreSQL's tables in that schema. ``before_facts(store)``
     runs once the session store is open; if it raises, the fact store is never opened, so a database
-    whose session is refused gets no fact tables.
+    whose session is refused gets no fact tables. A SQLite file is first inspected by both stores, reading
+    only (``check_file``), so a file either of them refuses is left byte-for-byte untouched.
     """
     where = parse_database(db)
     if where.is_postgres:
@@ -232,8 +233,11 @@ def open_stores(db: Any, *, schema: str | None = None,
     else:
         if schema is not None:
             raise ConfigError(f"schema={schema!r} is for PostgreSQL; {where.describe()} keeps its tables in the file")
+        from helpers.facts.fact_store import SQLiteFactStore
         from helpers.sessions.session_store import SQLiteSessionStore
 
+        SQLiteSessionStore.check_file(where.target)          # both look before either writes:
+        SQLiteFactStore.check_file(where.target)             # a file one store refuses stays untouched
         store = SQLiteSessionStore(where.target)             # conversations ...
         facts = lambda: FactMemory.open(where.target)        # ... and facts, in one file
     try:

@@ -521,38 +521,46 @@ class SQLiteFactStore:
             raise
 
     def _look_before_writing(self) -> None:
-        """Refuse a file that is not ours before any connection changes it (WAL mode rewrites the header).
+        """Refuse a file that is not ours before any connection changes it (``check_file``)."""
+        self.check_file(self.path, timeout=self.timeout)
 
-        The file is read through SQLite only, never with ``open()``: closing any other handle on a database
+    @staticmethod
+    def check_file(path: str | Path, *, timeout: float = 30.0) -> None:
+        """Raise FactStoreError if opening would refuse ``path``; reads only, so the file stays as it is.
+
+        Opening runs it before any connection changes the file (WAL mode rewrites the header), and
+        ``open_stores`` runs it with ``SQLiteSessionStore.check_file`` before opening either store on a shared
+        file. The file is read through SQLite only, never with ``open()``: closing any other handle on a database
         file drops every lock this process holds on it (POSIX), so a session store open on the same file
         would lose its shared lock, and another process closing last would delete the -wal and -shm files
         still in use here.
         """
-        path = Path(self.path)
+        shown = str(path)
+        path = Path(shown)
         try:
             if not path.is_file() or path.stat().st_size == 0:
                 return  # nothing to protect yet (a bad folder is reported when connecting)
         except OSError as err:
-            raise FactStoreError(f"{self.path} cannot be read ({err.strerror or err}); check the permissions of "
+            raise FactStoreError(f"{shown} cannot be read ({err.strerror or err}); check the permissions of "
                                  "the file and its folder, or pass another path") from None
         try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            conn = sqlite3.connect(shown, timeout=timeout, isolation_level=None)
         except sqlite3.Error as err:
-            raise FactStoreError(f"could not open the fact database {self.path}: {err}; check the path and "
+            raise FactStoreError(f"could not open the fact database {shown}: {err}; check the path and "
                                  "its permissions") from None
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as err:
             conn.close()
             if "not a database" in str(err):
-                raise FactStoreError(f"{self.path} is not a SQLite database (another kind of file, or corrupt); "
+                raise FactStoreError(f"{shown} is not a SQLite database (another kind of file, or corrupt); "
                                      "it was left untouched - pass another path, or move that file away") from None
-            raise FactStoreError(f"{self.path} could not be read as a fact database ({err}); it was left "
+            raise FactStoreError(f"{shown} could not be read as a fact database ({err}); it was left "
                                  "untouched - check the file, or pass another path") from None
         try:
-            check_schema(conn, self.path)
+            check_schema(conn, shown)
         except sqlite3.Error as err:
-            raise FactStoreError(f"{self.path} could not be read as a fact database ({err}); it was left "
+            raise FactStoreError(f"{shown} could not be read as a fact database ({err}); it was left "
                                  "untouched - check the file, or pass another path") from None
         finally:
             conn.close()

@@ -141,6 +141,101 @@ def _is_sqlite(path: Path) -> bool:
         conn.close()
 
 
+def _inspect_path(shown: str) -> bool:
+    """Refuse, before SQLite sees it, a path that is a folder, under a file, or a file of another kind.
+
+    True when a database file is there to inspect (False: nothing yet, and its folder is usable).
+    """
+    path = Path(shown)
+    try:
+        if path.is_dir():
+            raise SessionStoreError(f"{shown} is a folder; pass a database file path such as "
+                                    f"{path / 'sessions.db'}")
+        if path.exists() and path.stat().st_size > 0:
+            # Read through SQLite, never open(): closing another handle on a database file drops every lock
+            # this process holds on it (POSIX), and a store already open here would lose its shared lock.
+            if not _is_sqlite(path):
+                raise SessionStoreError(f"{shown} is not a SQLite database "
+                                        "(another kind of file, or corrupt); "
+                                        "it was left untouched - pass another path, or move that file away")
+            return True
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise SessionStoreError(f"cannot use {shown}: {blocker} is a file, not a folder; pass a path "
+                                    "inside a folder")
+        if not path.parent.is_dir():
+            raise SessionStoreError(f"the folder {path.parent} does not exist; "
+                                    "create it or pass another path")
+        return False
+    except OSError as err:
+        raise SessionStoreError(f"{shown} cannot be read ({err.strerror or err}); "
+                                "check the permissions of the file and its folder, "
+                                "or pass another path") from None
+
+
+def _inspected(shown: str, timeout: float) -> sqlite3.Connection:
+    """A connection to ``shown`` after ``_check_schema`` accepted it (nothing written; errors explained)."""
+    try:
+        conn = sqlite3.connect(shown, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as err:
+        if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
+            raise SessionStoreError(_not_writable(shown, err)) from None
+        raise SessionStoreError(f"could not open {shown}: {err}; "
+                                "check the path and its permissions") from None
+    try:
+        _check_schema(conn, shown)
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise _refusal(shown, err) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _refusal(shown: str, err: sqlite3.DatabaseError) -> SessionStoreError:
+    """The error for a database SQLite could not read or prepare (nothing was changed)."""
+    code = getattr(err, "sqlite_errorname", "")
+    if code.startswith(_NOT_WRITABLE):
+        return SessionStoreError(_not_writable(shown, err))
+    if code.startswith(_DAMAGED):
+        return SessionStoreError(f"{shown} could not be read as a session database ({err}); "
+                                 "it is probably corrupt and was left untouched "
+                                 "- restore a backup or pass another path")
+    return SessionStoreError(f"{shown} could not be opened as a session database ({err}); "
+                             "it was left untouched - check the disk and the path, "
+                             "or pass another path")
+
+
+def _not_writable(shown: str, err: sqlite3.Error) -> str:
+    folder = Path(shown).parent
+    return (f"{shown} cannot be written ({err}); "
+            f"this process may not write to the file or to its folder {folder} "
+            "(SQLite keeps -wal and -shm files next to it) - fix the permissions, "
+            "or pass a path in a writable folder; nothing was changed")
+
+
+def _check_schema(conn: sqlite3.Connection, shown: str) -> None:
+    """Refuse a newer session schema, or a database of something else (reads only)."""
+    tables = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+    if SCHEMA_TABLE in tables:
+        version = conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()[0] or 0
+        if version > MIGRATIONS[-1][0]:
+            raise SessionStoreError(
+                f"{shown} was written by a newer version of the workshop "
+                f"(session schema {version}; this code knows up to {MIGRATIONS[-1][0]}); "
+                "it was left untouched - upgrade the helpers package "
+                "(pip install -U ...) or pass another path")
+        return
+    foreign = sorted(tables - FACT_STORE_TABLES)  # a file holding only facts may also hold sessions
+    if foreign:
+        shown_tables = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise SessionStoreError(f"{shown} is a SQLite database of something else "
+                                f"(tables: {shown_tables}; no {SCHEMA_TABLE} table); "
+                                "it was left untouched - pass another path")
+
+
 class SQLiteSessionStore(SessionStoreBase):
     """SessionStore in one SQLite file: WAL journal, busy timeout, BEGIN IMMEDIATE writes.
 
@@ -156,24 +251,21 @@ class SQLiteSessionStore(SessionStoreBase):
         self._open()
 
     # -- opening: inspect first, change nothing unless the file is ours
+    @staticmethod
+    def check_file(path: str | Path, *, timeout: float = 30.0) -> None:
+        """Raise SessionStoreError if opening would refuse ``path``; reads only, so the file stays as it is.
+
+        Nothing is created either: a missing or empty file passes (once its folder is usable). ``open_stores``
+        runs this and ``SQLiteFactStore.check_file`` before opening either store on a shared file.
+        """
+        shown = str(path)
+        if _inspect_path(shown):
+            _inspected(shown, timeout).close()
+
     def _open(self) -> None:
-        path = Path(self.path)
+        _inspect_path(self.path)
+        conn = _inspected(self.path, self.timeout)
         try:
-            self._check_path(path)
-        except OSError as err:
-            raise SessionStoreError(f"{self.path} cannot be read ({err.strerror or err}); "
-                                    "check the permissions of the file and its folder, "
-                                    "or pass another path") from None
-        try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
-        except sqlite3.Error as err:
-            if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
-                raise SessionStoreError(self._not_writable(err)) from None
-            raise SessionStoreError(f"could not open {self.path}: {err}; "
-                                    "check the path and its permissions") from None
-        try:
-            self._check_schema(conn)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise SessionStoreError(f"{self.path} refused WAL mode (got {mode!r}); "
@@ -186,67 +278,11 @@ class SQLiteSessionStore(SessionStoreBase):
         except sqlite3.DatabaseError as err:
             conn.close()
             self._conn = None
-            code = getattr(err, "sqlite_errorname", "")
-            if code.startswith(_NOT_WRITABLE):
-                raise SessionStoreError(self._not_writable(err)) from None
-            if code.startswith(_DAMAGED):
-                raise SessionStoreError(f"{self.path} could not be read as a session database ({err}); "
-                                        "it is probably corrupt and was left untouched "
-                                        "- restore a backup or pass another path") from None
-            raise SessionStoreError(f"{self.path} could not be opened as a session database ({err}); "
-                                    "it was left untouched - check the disk and the path, "
-                                    "or pass another path") from None
+            raise _refusal(self.path, err) from None
         except BaseException:
             conn.close()
             self._conn = None
             raise
-
-    def _check_path(self, path: Path) -> None:
-        """Refuse, before SQLite sees it, a path that is a folder, under a file, or a file of another kind."""
-        if path.is_dir():
-            raise SessionStoreError(f"{self.path} is a folder; pass a database file path such as "
-                                    f"{path / 'sessions.db'}")
-        if path.exists() and path.stat().st_size > 0:
-            # Read through SQLite, never open(): closing another handle on a database file drops every lock
-            # this process holds on it (POSIX), and a store already open here would lose its shared lock.
-            if not _is_sqlite(path):
-                raise SessionStoreError(f"{self.path} is not a SQLite database "
-                                        "(another kind of file, or corrupt); "
-                                        "it was left untouched - pass another path, or move that file away")
-            return
-        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        if blocker is not None:
-            raise SessionStoreError(f"cannot use {self.path}: {blocker} is a file, not a folder; pass a path "
-                                    "inside a folder")
-        if not path.parent.is_dir():
-            raise SessionStoreError(f"the folder {path.parent} does not exist; "
-                                    "create it or pass another path")
-
-    def _not_writable(self, err: sqlite3.Error) -> str:
-        folder = Path(self.path).parent
-        return (f"{self.path} cannot be written ({err}); "
-                f"this process may not write to the file or to its folder {folder} "
-                "(SQLite keeps -wal and -shm files next to it) - fix the permissions, "
-                "or pass a path in a writable folder; nothing was changed")
-
-    def _check_schema(self, conn: sqlite3.Connection) -> None:
-        tables = {row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
-        if SCHEMA_TABLE in tables:
-            version = conn.execute(f"SELECT MAX(version) FROM {SCHEMA_TABLE}").fetchone()[0] or 0
-            if version > MIGRATIONS[-1][0]:
-                raise SessionStoreError(
-                    f"{self.path} was written by a newer version of the workshop "
-                    f"(session schema {version}; this code knows up to {MIGRATIONS[-1][0]}); "
-                    "it was left untouched - upgrade the helpers package "
-                    "(pip install -U ...) or pass another path")
-            return
-        foreign = sorted(tables - FACT_STORE_TABLES)  # a file holding only facts may also hold sessions
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise SessionStoreError(f"{self.path} is a SQLite database of something else "
-                                    f"(tables: {shown}; no {SCHEMA_TABLE} table); "
-                                    "it was left untouched - pass another path")
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
@@ -273,7 +309,7 @@ class SQLiteSessionStore(SessionStoreBase):
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:
                 if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
-                    raise SessionStoreError(self._not_writable(err)) from None
+                    raise SessionStoreError(_not_writable(self.path, err)) from None
                 raise SessionStoreError(f"could not start a write on {self.path} "
                                         f"within {self.timeout}s ({err}); "
                                         "another process holds the write lock - retry, "
@@ -304,7 +340,7 @@ class SQLiteSessionStore(SessionStoreBase):
         except sqlite3.DatabaseError as err:
             if getattr(err, "sqlite_errorname", "").startswith(_NOT_WRITABLE):
                 raise SessionStoreError(f"saving {user_id}/{session_id} failed: "
-                                        + self._not_writable(err)) from None
+                                        + _not_writable(self.path, err)) from None
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.path} failed "
                                     f"and was rolled back ({err}); "
                                     "the stored session is as it was - retry") from None
