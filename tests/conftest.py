@@ -46,3 +46,34 @@ def _real_server_still_running(request):
         running.check_alive()
     except llama_server.ServerError as err:
         pytest.fail(str(err), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """The offline client (the stand-in behind the real openai client), one per test module."""
+    from helpers.standin.server import make_offline_client
+
+    return make_offline_client()
+
+
+@pytest.fixture(scope="module")
+def offline():
+    """What a notebook passes to the package offline: the offline client and the offline settings."""
+    from helpers.llm.config import load_settings
+    from helpers.standin.server import make_offline_client
+
+    return {"client": make_offline_client(), "settings": load_settings("offline")}
+
+
+@pytest.fixture(params=["openai-compatible", "nim"])
+def keyed(request, monkeypatch, tmp_path):
+    """Settings holding a key a server may echo back (support.SECRET or support.NIM_KEY), and that key."""
+    from helpers.llm.config import load_settings
+    from support import NIM_KEY, SECRET
+
+    monkeypatch.chdir(tmp_path)
+    if request.param == "nim":
+        monkeypatch.setenv("NVIDIA_API_KEY", NIM_KEY)
+        return load_settings("nim"), NIM_KEY
+    monkeypatch.setenv("WORKSHOP_API_KEY", SECRET)
+    return load_settings("openai-compatible", base_url="http://echo.test/v1"), SECRET

@@ -9,6 +9,11 @@ from helpers.llm import config
 from helpers.llm.client import EndpointError, ResponseFormatError, chat, explain, make_client
 from helpers.llm.config import NIM_BASE_URL, Settings, load_settings
 from helpers.core.errors import ConfigError
+from helpers.retrieval.embeddings import embed_texts
+from helpers.llm.endpoint import check_endpoint
+from helpers.llm.stream_reader import read_streamed_reply
+
+from support import assert_no_secret, echoing_client, sse_reply
 
 FAKE_KEY = "nvapi-" + "k" * 24
 
@@ -244,3 +249,106 @@ def test_an_error_that_echoes_the_key_does_not_show_it(nim_settings):
     with pytest.raises(EndpointError, match=r"no model for token \*\*\*") as info:
         chat([{"role": "user", "content": "hello"}], client=client, settings=nim_settings)
     assert FAKE_KEY not in str(info.value)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_401_that_echoes_the_key_leaves_it_nowhere_in_the_chain(keyed, stream):
+    settings, secret = keyed
+    with pytest.raises(EndpointError) as info:
+        chat([{"role": "user", "content": "hi"}], client=echoing_client(settings), settings=settings,
+             stream=stream)
+    assert "HTTP 401" in str(info.value)
+    assert_no_secret(info.value, secret)
+
+
+def test_an_error_event_inside_a_stream_that_echoes_the_key_leaves_it_nowhere_in_the_chain(keyed):
+    settings, secret = keyed
+
+    def handle(request):
+        said = json.dumps({"error": {"message": f"bad key {request.headers.get('authorization')}",
+                                     "type": "invalid_request_error"}})
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                               content=f"data: {said}\n\n".encode())
+
+    client = make_client(settings).with_options(
+        max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+    stream = chat([{"role": "user", "content": "hi"}], client=client, settings=settings, stream=True)
+    with pytest.raises(ResponseFormatError) as info:
+        list(read_streamed_reply(stream, settings))
+    assert "error inside the stream" in str(info.value)
+    assert_no_secret(info.value, secret)
+
+
+def test_a_400_that_echoes_the_key_is_still_a_bad_request_without_it(keyed):
+    settings, secret = keyed
+    with pytest.raises(openai.BadRequestError) as info:
+        chat([{"role": "user", "content": "hi"}], client=echoing_client(settings, 400), settings=settings)
+    assert info.value.status_code == 400 and "invalid credentials: Bearer ***" in info.value.message
+    assert_no_secret(info.value, secret)
+
+AMBIENT = {"OPENAI_CUSTOM_HEADERS": "Authorization: Bearer ambient-token\nX-Ambient: yes",
+           "OPENAI_ORG_ID": "org-ambient", "OPENAI_PROJECT_ID": "proj-ambient",
+           "OPENAI_ADMIN_KEY": "admin-ambient"}
+
+
+@pytest.fixture
+def captured_headers(monkeypatch):
+    """Every request the default HTTP transport would send (answered here, never sent)."""
+    for name, value in AMBIENT.items():
+        monkeypatch.setenv(name, value)
+    seen = []
+
+    def handle_request(self, request):
+        seen.append(request.headers)
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]})
+        if request.url.path.endswith("/embeddings"):
+            return httpx2.Response(200, json={"object": "list", "model": "m", "usage": {"prompt_tokens": 1,
+                                   "total_tokens": 1}, "data": [{"object": "embedding", "index": 0,
+                                                                 "embedding": [0.6, 0.8]}]})
+        if json.loads(request.content).get("stream"):
+            return sse_reply(request, "fine")
+        return httpx2.Response(200, json={"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                          "choices": [{"index": 0, "finish_reason": "stop",
+                                                       "message": {"role": "assistant", "content": "hi"}}]})
+
+    monkeypatch.setattr(httpx2.HTTPTransport, "handle_request", handle_request)
+    return seen
+
+
+def test_requests_carry_the_configured_key_and_no_ambient_openai_headers(keyed, captured_headers):
+    settings, secret = keyed
+    client = make_client(settings)
+    messages = [{"role": "user", "content": "hi"}]
+    chat(messages, client=client, settings=settings)
+    list(chat(messages, client=client, settings=settings, stream=True))
+    embed_texts(client, ["a text"], model="m", input_type=None)
+    chat(messages, client=client.with_options(max_retries=0), settings=settings)  # copies keep the rule
+    check_endpoint(client, "m")
+    assert len(captured_headers) >= 5
+    for headers in captured_headers:
+        assert headers["authorization"] == f"Bearer {secret}"
+        assert not {"openai-organization", "openai-project", "x-ambient"} & {k.lower() for k in headers}
+    assert client.admin_api_key is None and client.organization is None and client.project is None
+
+
+def test_headers_passed_on_purpose_are_still_sent(keyed, captured_headers):
+    settings, secret = keyed
+    client = make_client(settings).with_options(default_headers={"X-Trace": "on-purpose"})
+    chat([{"role": "user", "content": "hi"}], client=client, settings=settings)
+    assert captured_headers[-1]["x-trace"] == "on-purpose"
+    assert captured_headers[-1]["authorization"] == f"Bearer {secret}"
+
+
+def test_a_200_that_echoes_a_password_from_the_base_url_does_not_show_it(monkeypatch, tmp_path):
+    from helpers.llm.client import ResponseFormatError
+
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings("openai-compatible", base_url="http://alice:PASSWORD1@echo.test/v1")
+    echo = httpx2.MockTransport(lambda request: httpx2.Response(
+        200, json={"error": {"message": "who is PASSWORD1?"}}))
+    client = make_client(settings).with_options(http_client=httpx2.Client(transport=echo))
+    with pytest.raises(ResponseFormatError) as info:
+        chat([{"role": "user", "content": "hi"}], client=client, settings=settings)
+    assert "who is ***?" in str(info.value)
+    assert_no_secret(info.value, "PASSWORD1")

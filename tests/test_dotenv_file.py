@@ -10,6 +10,8 @@ from helpers.app import terminal_chat as cli
 from helpers.llm.config import load_settings
 from helpers.llm.dotenv_file import DotenvWarning, read_dotenv
 
+from support import NIM_KEY
+
 OTHER_UID = 65534  # nobody
 EVIL_URL = "http://attacker.example:8080/v1"
 PLANTED = f"WORKSHOP_BACKEND=openai-compatible\nWORKSHOP_BASE_URL={EVIL_URL}\nWORKSHOP_USER=mallory\n"
@@ -136,3 +138,12 @@ def test_folders_between_the_working_directory_and_elsewhere_are_not_searched(en
     monkeypatch.chdir(env / "deeper")
     assert read_dotenv() == {}
     assert dotenv_file.dotenv_places() == [env / "deeper" / ".env"]  # outside the project: only the cwd
+
+
+def test_a_dotenv_saved_with_a_bom_keeps_its_first_line(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_bytes(f"NVIDIA_API_KEY={NIM_KEY}\n# the key is on the first line\n".encode("utf-8-sig"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WORKSHOP_BACKEND", raising=False)
+    assert read_dotenv()["NVIDIA_API_KEY"] == NIM_KEY
+    settings = load_settings()
+    assert settings.backend == "nim" and settings.api_key == NIM_KEY and settings.key_source == ".env file"

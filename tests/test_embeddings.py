@@ -13,6 +13,8 @@ from helpers.retrieval import embeddings
 from helpers.retrieval.embeddings import (EMBEDDING_DIM, LOCAL_MODEL_NAME, MAX_SEQ_LENGTH, EmbeddingError,
                                 EmbeddingTruncationWarning, embed_texts, local_embed, local_token_count)
 
+from support import assert_no_secret, echoing_client
+
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
 
@@ -155,3 +157,11 @@ def test_runtime_never_imports_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "False"
+
+
+def test_embeddings_that_echo_the_key_leave_it_nowhere_in_the_chain(keyed):
+    settings, secret = keyed
+    with pytest.raises(EmbeddingError) as info:
+        embed_texts(echoing_client(settings), ["a text"], model="m", input_type="query")
+    assert "401" in str(info.value) and "Bearer ***" in str(info.value)
+    assert_no_secret(info.value, secret)

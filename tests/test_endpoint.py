@@ -3,6 +3,7 @@ import openai
 import pytest
 
 from helpers.llm.endpoint import check_endpoint, wait_until_ready
+from helpers.llm.config import load_settings
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model"}]}
 PAGE = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>proxy</body></html>"
@@ -135,3 +136,29 @@ def test_notebook_04_hosted_nim_cell_counts_a_key_from_dotenv(tmp_path, monkeypa
     exec(compile(source, "04-hosted-nim", "exec"), namespace)  # noqa: S102 - the notebook's own cell
     assert [s.key_source for s in asked] == [".env file"] and asked[0].backend == "nim"
     assert "nvapi-from-dotenv" not in capsys.readouterr().out
+
+
+def test_check_endpoint_never_shows_credentials_from_the_url():
+    def handle(request):
+        if request.url.path.endswith("/models"):
+            return httpx2.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]})
+        return httpx2.Response(500, json={"error": {"message": f"upstream failed for {request.url}"}})
+
+    client = openai.OpenAI(api_key="sk-endpoint-key", max_retries=0,
+                           base_url="http://alice:PASSWORD@fake.test/v1/?token=TOKEN123",
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+    status = check_endpoint(client, "m")
+    assert not status.ok and "HTTP 500" in status.problem
+    for text in (str(status), repr(status), status.base_url, status.problem):
+        assert "PASSWORD" not in text and "TOKEN123" not in text and "alice" not in text
+
+
+def test_wait_until_ready_never_shows_credentials_from_the_url():
+    from helpers.llm.endpoint import wait_until_ready
+
+    base = "http://alice:PASSWORD@localhost:8000/v1"
+    line = wait_until_ready(base, sleep=lambda s: None, get=lambda url: 200)
+    assert line == "READY: http://localhost:8000/v1/health/ready after 0 s"
+    with pytest.raises(TimeoutError) as info:
+        wait_until_ready(base, timeout=5, interval=5, sleep=lambda s: None, get=lambda url: 503)
+    assert "PASSWORD" not in str(info.value) and "alice" not in str(info.value)

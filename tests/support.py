@@ -1,0 +1,59 @@
+"""Plain helpers shared by several test modules (fixtures live in conftest.py)."""
+import json
+import traceback
+
+import httpx2
+
+from helpers.core import tokens
+from helpers.llm.client import make_client
+
+SECRET = "sk-echo-" + "s3cret" * 4  # a key a server echoes back (openai-compatible backend)
+NIM_KEY = "nvapi-" + "e" * 30  # the same for the NIM backend
+
+
+def turn(user, answer="Noted."):
+    """One exchange: the user's message and the assistant's answer."""
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+def sse_reply(request: httpx2.Request, text: str) -> httpx2.Response:
+    """A streamed chat completion saying ``text``, with an honest prompt_tokens count."""
+    body = json.loads(request.content)
+    prompt = tokens.count_request(body["messages"], body.get("tools"))
+    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
+              {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
+               "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}}]
+    data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"  # ASCII-escaped JSON
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data.encode())
+
+
+def walk(error: BaseException):
+    """Every exception reachable through __cause__ and __context__."""
+    seen, todo = [], [error]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [current.__cause__, current.__context__]
+    return seen
+
+
+def assert_no_secret(error: BaseException, secret: str) -> None:
+    for link in walk(error):
+        for text in (str(link), repr(link), repr(link.args), repr(vars(link))):
+            assert secret not in text, f"{type(link).__name__} shows the key"
+    assert secret not in "".join(traceback.format_exception(error))
+
+
+def echo_handler(status):
+    def handle(request):
+        said = f"invalid credentials: {request.headers.get('authorization')}"
+        return httpx2.Response(status, json={"error": {"message": said, "type": "invalid_request_error"}})
+    return handle
+
+
+def echoing_client(settings, status=401):
+    return make_client(settings).with_options(
+        max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(echo_handler(status))))
