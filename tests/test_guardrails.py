@@ -3,19 +3,12 @@ import openai
 import pytest
 
 from helpers.retrieval import guardrails
-from helpers.llm.config import load_settings
 from helpers.retrieval.guardrails import (FALLBACK, REFUSAL, VerdictError, guarded_answer, check_grounding, check_scope, evidence_from_turn,
                                 parse_grounding_verdict, parse_scope_verdict)
-from helpers.standin.server import make_offline_client
 
 from scripted import ScriptedServer
 
 PASSAGES = "[club-ai] AI Club: The AI Club meets every Thursday at 18:00 in Halvorsen Hall 204."
-
-
-@pytest.fixture(scope="module")
-def offline():
-    return {"client": make_offline_client(), "settings": load_settings("offline")}
 
 
 @pytest.mark.parametrize("reply", ["**Yes**", "Yes, but only partly", "", "   ", "yes", "supported",

@@ -5,17 +5,11 @@ import openai
 import pytest
 
 from helpers.core import tokens
-from helpers.standin.server import make_offline_client
 
 MODEL = "offline/stand-in"
 TOOLS = [{"type": "function", "function": {
     "name": "days_until_weekday", "description": "Days until a weekday.",
     "parameters": {"type": "object", "properties": {"weekday": {"type": "string"}}, "required": ["weekday"]}}}]
-
-
-@pytest.fixture(scope="module")
-def client():
-    return make_offline_client()
 
 
 def call(cid, name="days_until_weekday", args='{"weekday": "Thursday"}'):

@@ -4,7 +4,6 @@ import json
 import pytest
 
 from helpers.llm.config import OFFLINE_CHAT_MODEL
-from helpers.standin.server import make_offline_client
 from helpers.standin.policy import decide, read_tool_result
 from helpers.agent.tools import days_until_weekday, get_current_time, search_campus_info, tool_schemas
 
@@ -43,11 +42,6 @@ class LearnerSession:
 
     def reset(self):
         self.messages = self.messages[:1]
-
-
-@pytest.fixture(scope="module")
-def client():
-    return make_offline_client()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.standin.server import handle, make_offline_client, validate_tools
+from helpers.standin.server import handle, validate_tools
 
 MODEL = "offline/stand-in"
 HI = [{"role": "user", "content": "hi"}]
@@ -167,11 +167,6 @@ def test_validate_tools_lists_every_problem_of_a_tool():
     problems = validate_tools(bad)
     assert len(problems) == 2 and "bad name!" in problems[0] and "type 'object'" in problems[1]
     assert validate_tools([TOOL]) == [] and validate_tools(None) == []
-
-
-@pytest.fixture(scope="module")
-def client():
-    return make_offline_client()
 
 
 def test_what_the_package_sends_is_accepted(client):

@@ -10,23 +10,14 @@ from helpers.memory.summary import (RollingSummary, Summariser, SummaryError, Su
                                     missing_facts, render_turn, summary_model, summary_request,
                                     trim_summary_lines)
 from helpers.core.context_format import format_turn_ids
-from helpers.standin.server import make_offline_client
 from helpers.standin.policy import summarise_conversation
 
 from scripted import ScriptedServer
-
-
-def turn(user, answer):
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+from support import turn
 
 
 NAME = turn("My name is Priya Raman. I study physics. My budget is 40 dollars.", "Nice to meet you, Priya.")
 CLUB = turn("When does the AI club meet?", "The AI Club meets on Thursdays at 18:00 [club-ai].")
-
-
-@pytest.fixture
-def offline():
-    return {"client": make_offline_client(), "settings": load_settings("offline")}
 
 
 class CaptureServer:

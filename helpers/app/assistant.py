@@ -37,7 +37,7 @@ from helpers.memory.assembler import MemoryAssembler                         # 0
 from helpers.memory.budget import DEFAULT_SHARES, Shares
 from helpers.memory.profile import ProfileMemory                             # 09: a view over 10's facts
 from helpers.core.context_format import one_line
-from helpers.sessions.conversation import Conversation, memory_report         # 11-12: what front ends drive
+from helpers.sessions.conversation import Conversation, ForwardsToSession, memory_report  # 11-12: front ends
 from helpers.sessions.persistent import PersistentSession                    # 11: saved after every turn
 from helpers.sessions.protocol import check_ids
 
@@ -98,10 +98,12 @@ def audit_lines(rows: list) -> str:
     return "\n".join(lines) if lines else "Audit: no decisions yet."
 
 
-class Assistant(Conversation):
+class Assistant(ForwardsToSession, Conversation):
     """One user's campus assistant: guarded turns, memory under a token budget, facts and turns stored.
 
-    A ``Conversation`` (``helpers.sessions.conversation``): the chat window and the terminal chat drive it."""
+    A ``Conversation`` (``helpers.sessions.conversation``): the chat window and the terminal chat drive it.
+    What the conversation holds (``turns``, ``turn_ids``, ``dropped``, ``messages``, ``memory``, ``snapshot()``)
+    is its session's, read as every conversation reads it (``ForwardsToSession``)."""
 
     def __init__(self, session: PersistentSession, facts: FactMemory, *, client: Any, settings: Any,
                  owned: tuple = ()):
@@ -118,11 +120,6 @@ class Assistant(Conversation):
     def stream(self, text: str):
         """``ask``, with the answer's text yielded as it arrives; returns the answer the user sees."""
         return streamed(self.session, text, client=self.client, settings=self.settings)
-
-    @property
-    def memory(self) -> MemoryAssembler:
-        """The memory that assembles each request (summary, recall, profile)."""
-        return self.session.memory
 
     def memory_report(self, *, facts: bool = True) -> str:
         """The summary, the profile (read from the fact store) and, unless ``facts=False``, the active facts."""
@@ -149,31 +146,7 @@ class Assistant(Conversation):
         """Continue from the stored conversation (after another window saved it)."""
         self.session.reload()
 
-    # -- what the conversation holds (the session's)
-    @property
-    def turns(self) -> list:
-        """Every kept turn's record (question, answer), oldest first."""
-        return self.session.turns
-
-    @property
-    def turn_ids(self) -> list[int]:
-        """The ids of the turns held in memory (sent whole), oldest first."""
-        return self.session.turn_ids
-
-    @property
-    def dropped(self) -> list:
-        """The turns trimming dropped from memory."""
-        return self.session.dropped
-
-    @property
-    def messages(self) -> list[dict]:
-        """The messages held in memory."""
-        return self.session.messages
-
-    def snapshot(self) -> dict:
-        """The conversation as the store keeps it."""
-        return self.session.snapshot()
-
+    # -- where the conversation stands (the session's; what it holds: ForwardsToSession)
     @property
     def resumed(self) -> bool:
         """True when this assistant continues a conversation that was already stored."""
