@@ -96,6 +96,7 @@ def test_the_chat_window_uses_the_assistant(tmp_path):
     panes = ui.memory_text()
     assert "locker number: 4471 (source: chat:ada)" in panes["Facts"]
     assert "- locker number: 4471 (turn 0, 2026-11-30)" in panes["Summary / profile"]
+    assert "Recall index: 1 turn." in panes["Summary / profile"]  # the statement can be recalled by meaning
     assert "4471" in ui.send(ASK_LOCKER)
 
     assert ui.send(UNSAFE) == REFUSAL                      # answered in the window, never stored
@@ -245,7 +246,7 @@ def test_the_reports_read_the_memory_the_facts_and_the_audit():
     try:
         memory = MemoryAssembler(profile=ProfileMemory(facts=facts, user_id="ada"))
         assert memory_report(memory, facts, "ada") == ("Summary: nothing yet.\nProfile: nothing recorded yet.\n"
-                                                       "Facts: none recorded.")
+                                                       "Recall index: 0 turns.\nFacts: none recorded.")
         assert audit_lines([]) == "Audit: no decisions yet."
         memory.profile.update(3, LOCKER)
         report = memory_report(memory, facts, "ada")

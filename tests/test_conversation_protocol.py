@@ -1,8 +1,11 @@
 """The front ends' one interface: ``Conversation`` (helpers/sessions/conversation.py).
 
-Both implementers declare it and define every member themselves; PersistentSession forwards nothing
-implicitly; ChatUI and TerminalChat work on a fake that has the protocol's members and nothing else;
-both front ends show the one ``memory_report``."""
+Every implementer declares it and defines every member explicitly - in its own class, in a base of its own
+below the protocol (``ForwardsToSession``, the forwarding the three share), or on the instance - and none
+through ``__getattr__``; PersistentSession forwards nothing implicitly; ChatUI and TerminalChat work on a fake
+that has the protocol's members and nothing else; both front ends show the one ``memory_report``."""
+import inspect
+
 import pytest
 
 from helpers.app import chat_window, terminal_chat
@@ -12,20 +15,15 @@ from helpers.app.terminal_chat import TerminalChat
 from helpers.chat.chat_session import ChatSession
 from helpers.chat.snapshot import TurnRecord
 from helpers.sessions import conversation
-from helpers.sessions.conversation import (CONVERSATION_MEMBERS, Conversation, UnsavedConversation,
-                                           memory_report)
+from helpers.sessions.conversation import (CONVERSATION_MEMBERS, Conversation, ForwardsToSession,
+                                           UnsavedConversation, memory_report)
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.session_store import SQLiteSessionStore
 
 
-def declared(cls) -> set[str]:
-    """The names a class defines itself (or in a class of its own between it and Conversation)."""
-    names = set()
-    for klass in cls.__mro__:
-        if klass is Conversation:
-            break
-        names |= set(vars(klass)) | set(getattr(klass, "__annotations__", {}))
-    return names
+def below_the_protocol(cls) -> list[type]:
+    """The classes of ``cls``'s MRO before ``Conversation``: the class itself and the bases of its own."""
+    return list(cls.__mro__[:cls.__mro__.index(Conversation)])
 
 
 def test_the_members_are_the_protocols():
@@ -34,12 +32,48 @@ def test_the_members_are_the_protocols():
     assert members == set(CONVERSATION_MEMBERS)
 
 
+@pytest.fixture
+def implementers(tmp_path):
+    """One open instance of each implementer: name -> instance."""
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    with open_assistant(None, "ada", "main", db=tmp_path / "campus.db") as assistant:
+        yield {"PersistentSession": PersistentSession.open(store, "ada", "s1"), "Assistant": assistant,
+               "UnsavedConversation": UnsavedConversation(ChatSession())}
+    store.close()
+
+
 @pytest.mark.parametrize("cls", [PersistentSession, Assistant, UnsavedConversation])
-def test_each_implementer_declares_and_defines_every_member(cls):
+def test_each_implementer_declares_and_defines_every_member(cls, implementers):
+    """Each member is written out: in the class or a base of its own below the protocol, or set on the
+    instance (its data members); never the protocol's empty stub, never found through ``__getattr__``."""
     assert Conversation in cls.__mro__
-    instance_attributes = {"user_id", "session_id", "store", "facts", "settings", "revision"}
-    missing = [m for m in CONVERSATION_MEMBERS if m not in declared(cls) and m not in instance_attributes]
+    instance = implementers[cls.__name__]
+    assert type(instance) is cls
+    for klass in cls.__mro__[:-1]:  # every class but object
+        assert "__getattr__" not in vars(klass) and "__getattribute__" not in vars(klass), klass
+    own = below_the_protocol(cls)
+    missing = [m for m in CONVERSATION_MEMBERS
+               if m not in vars(instance) and not any(m in vars(klass) for klass in own)]
     assert missing == []
+    stubs = [m for m in CONVERSATION_MEMBERS if m in vars(Conversation)
+             and inspect.getattr_static(instance, m) is vars(Conversation)[m]]
+    assert stubs == []
+
+
+def test_the_forwarding_is_written_once(implementers):
+    """What a conversation holds is read from its ``session`` by one piece, ForwardsToSession, for all three."""
+    forwarded = ("turns", "turn_ids", "dropped", "messages", "memory", "snapshot", "memory_state")
+    for cls in (PersistentSession, Assistant, UnsavedConversation):
+        assert ForwardsToSession in below_the_protocol(cls)
+        for name in forwarded:
+            assert inspect.getattr_static(cls, name) is vars(ForwardsToSession)[name], (cls.__name__, name)
+    assert "__getattr__" not in vars(ForwardsToSession)
+    for conversation_ in implementers.values():
+        inner = conversation_.session
+        assert conversation_.turns == inner.turns and conversation_.turn_ids == inner.turn_ids
+        assert conversation_.dropped == inner.dropped and conversation_.messages == inner.messages
+        assert conversation_.memory is inner.memory and conversation_.snapshot() == inner.snapshot()
+        assert conversation_.memory_state() == inner.memory_state()
 
 
 def test_both_implementers_satisfy_the_protocol_at_runtime(tmp_path):

@@ -8,6 +8,10 @@ members and probe nothing. Three classes implement it, each explicitly (a test c
 * ``Assistant`` (``helpers.app.assistant``): a PersistentSession with guardrails and a fact store (notebook 12);
 * ``UnsavedConversation`` (below): a plain ``ChatSession`` in a window, saved nowhere (``as_conversation``).
 
+Each holds its conversation in ``session`` (a ChatSession, or an Assistant's PersistentSession), and reads what
+the conversation holds - ``turns``, ``turn_ids``, ``dropped``, ``messages``, ``memory``, ``snapshot()`` - from it
+the same way: ``ForwardsToSession`` (below) defines those members once, each by name, for all three.
+
 ``memory_report`` is the one report of what a conversation remembers; every implementer's
 ``memory_report()`` and so both front ends show it.
 """
@@ -95,17 +99,21 @@ CONVERSATION_MEMBERS = ("user_id", "session_id", "name", "store", "facts", "sett
 
 def memory_report(memory: Any, facts: FactMemory | None = None, user_id: str | None = None, *,
                   state: dict | None = None) -> str:
-    """What a conversation remembers: the summary, the profile (read from the fact store) and the active facts.
+    """What a conversation remembers: the summary, the profile (read from the fact store), the recall index and
+    the active facts.
 
-    ``memory`` is the session's memory: a ``MemoryAssembler`` reports its summary and profile; any other
-    memory reports its ``state`` as JSON, and a session without one says that the message list is all
-    it keeps. The active facts follow when ``facts`` is given.
+    ``memory`` is the session's memory: a ``MemoryAssembler`` reports its summary, its profile and how many
+    turns its recall index holds; any other memory reports its ``state`` as JSON, and a session without one
+    says that the message list is all it keeps. The active facts follow when ``facts`` is given.
     """
     if isinstance(memory, MemoryAssembler):
         summary = memory.summary
         lines = [f"{summary.header()}\n{summary.lines_text()}" if summary.text else "Summary: nothing yet."]
         profile = memory.profile.lines() if memory.profile is not None else []
         lines.append("Profile:\n" + "\n".join(profile) if profile else "Profile: nothing recorded yet.")
+        if memory.recall is not None:
+            indexed = len(memory.recall)  # the turns recall can bring back (small talk is not indexed)
+            lines.append(f"Recall index: {indexed} {'turn' if indexed == 1 else 'turns'}.")
     elif state:
         lines = [json.dumps(state, indent=2, ensure_ascii=False)]
     else:
@@ -115,7 +123,55 @@ def memory_report(memory: Any, facts: FactMemory | None = None, user_id: str | N
     return "\n".join(lines)
 
 
-class UnsavedConversation(Conversation):
+class ForwardsToSession:
+    """What a conversation holds, read from the session it wraps (``self.session``): each member by name.
+
+    ``PersistentSession`` (over a ``ChatSession``), ``Assistant`` (over a ``PersistentSession``) and
+    ``UnsavedConversation`` (over a ``ChatSession``) forward these members the same way, so they are written
+    once, here. Nothing else is forwarded: there is no ``__getattr__``, and a member not named below is the
+    implementer's own.
+    """
+
+    session: Any  # the conversation this one wraps
+
+    @property
+    def turns(self) -> list[TurnRecord]:
+        """Every kept turn's record (question, answer), oldest first: the session's ``turns``."""
+        return self.session.turns
+
+    @property
+    def turn_ids(self) -> list[int]:
+        """The ids of the turns held in memory (sent whole), oldest first: the session's ``turn_ids``."""
+        return self.session.turn_ids
+
+    @property
+    def dropped(self) -> list:
+        """The turns trimming dropped from memory: the session's ``dropped``."""
+        return self.session.dropped
+
+    @property
+    def messages(self) -> list[dict]:
+        """The messages held in memory: the session's ``messages``."""
+        return self.session.messages
+
+    @property
+    def memory(self) -> Any:
+        """The memory plug-in that assembles each request (a ``MemoryAssembler``, or None): the session's."""
+        return self.session.memory
+
+    def snapshot(self) -> dict:
+        """The conversation as the store keeps it: the session's ``snapshot()``."""
+        return self.session.snapshot()
+
+    def memory_state(self) -> dict:
+        """The memory's state as snapshots carry it: the session's ``memory_state()``."""
+        return self.session.memory_state()
+
+
+NO_FACT_STORE = "No fact store: this chat keeps no facts."
+
+
+class UnsavedConversation(ForwardsToSession, Conversation):
     """A plain ``ChatSession`` as a ``Conversation``: the same turns, saved nowhere (``store`` is None)."""
 
     user_id: str | None = None
@@ -142,26 +198,6 @@ class UnsavedConversation(Conversation):
         """The session's settings."""
         return self.session.settings
 
-    @property
-    def turns(self) -> list[TurnRecord]:
-        """The session's turn records."""
-        return self.session.turns
-
-    @property
-    def turn_ids(self) -> list[int]:
-        """The ids of the turns the session holds."""
-        return self.session.turn_ids
-
-    @property
-    def dropped(self) -> list:
-        """The turns trimming dropped."""
-        return self.session.dropped
-
-    @property
-    def messages(self) -> list[dict]:
-        """The messages the session holds."""
-        return self.session.messages
-
     def ask(self, text: str) -> str:
         """``ChatSession.chat``."""
         return self.session.chat(text)
@@ -182,17 +218,13 @@ class UnsavedConversation(Conversation):
         """Refused: nothing is stored to continue from."""
         raise SessionStoreError("this session is not saved anywhere, so there is nothing to reload")
 
-    def snapshot(self) -> dict:
-        """``ChatSession.snapshot``."""
-        return self.session.snapshot()
-
     def memory_report(self, *, facts: bool = True) -> str:
         """``memory_report`` of the session's memory (it has no fact memory)."""
-        return memory_report(self.session.memory, state=self.session.memory_state())
+        return memory_report(self.memory, state=self.memory_state())
 
     def audit_report(self) -> str:
         """It keeps no facts, so no decisions."""
-        return "No fact store: this chat keeps no facts."
+        return NO_FACT_STORE
 
     def close(self) -> None:
         """Nothing to release."""

@@ -21,16 +21,17 @@ from helpers.chat.snapshot import SnapshotError, SnapshotMark, TurnRecord
 from helpers.sessions.store_sql import restore
 from helpers.sessions.encoding import (check_unaltered, has_lone_surrogates, import_stored_vectors, recall_index,
                                        storable_text)
-from helpers.sessions.conversation import Conversation, memory_report
+from helpers.sessions.conversation import NO_FACT_STORE, Conversation, ForwardsToSession, memory_report
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionNotFoundError, SessionSaveError,
                                        SessionStore, SessionStoreError, StoredSession, check_ids)
 
 
-class PersistentSession(Conversation):
+class PersistentSession(ForwardsToSession, Conversation):
     """A ChatSession bound to a store: every completed turn, undo and reset is saved before returning.
 
     It is a ``Conversation`` (``helpers.sessions.conversation``), the interface both front ends use, and
-    forwards to its ChatSession only the members named below (``turns``, ``messages``, ``snapshot()``...).
+    forwards to its ChatSession only members named one by one: what every conversation reads from its session
+    (``ForwardsToSession``: ``turns``, ``messages``, ``snapshot()``...) and the few named below.
 
     Memory and store never disagree:
 
@@ -288,32 +289,8 @@ class PersistentSession(Conversation):
         return PersistentSession.open(self.store, self.user_id, new_session_id,
                                       session_class=type(self.session), **kwargs)
 
-    # -- what callers read of the conversation (each forwarded to the ChatSession by name; nothing else is)
-    @property
-    def turns(self) -> list[TurnRecord]:
-        """Every kept turn's record (question, answer), oldest first: ``ChatSession.turns``."""
-        return self.session.turns
-
-    @property
-    def turn_ids(self) -> list[int]:
-        """The ids of the turns held in memory, oldest first: ``ChatSession.turn_ids``."""
-        return self.session.turn_ids
-
-    @property
-    def dropped(self) -> list:
-        """The turns trimming dropped from memory: ``ChatSession.dropped``."""
-        return self.session.dropped
-
-    @property
-    def messages(self) -> list[dict]:
-        """The messages held in memory: ``ChatSession.messages``."""
-        return self.session.messages
-
-    @property
-    def memory(self) -> Any:
-        """The session's memory plug-in (a ``MemoryAssembler``, or None): ``ChatSession.memory``."""
-        return self.session.memory
-
+    # -- what callers read of the conversation (each forwarded to the ChatSession by name; nothing else is):
+    # turns, turn_ids, dropped, messages, memory, snapshot() and memory_state() from ForwardsToSession, and these
     @property
     def stats(self) -> Any:
         """Token and request counts of the session: ``ChatSession.stats``."""
@@ -339,14 +316,6 @@ class PersistentSession(Conversation):
         """The turns whose memory parts were read again on opening: ``ChatSession.rebuilt_turns``."""
         return self.session.rebuilt_turns
 
-    def snapshot(self) -> dict:
-        """The session as the store keeps it: ``ChatSession.snapshot()``."""
-        return self.session.snapshot()
-
-    def memory_state(self) -> dict:
-        """The memory's state as snapshots carry it: ``ChatSession.memory_state()``."""
-        return self.session.memory_state()
-
     # -- the rest of a front end's Conversation (helpers.sessions.conversation)
     @property
     def facts(self) -> None:
@@ -359,11 +328,11 @@ class PersistentSession(Conversation):
 
     def memory_report(self, *, facts: bool = True) -> str:
         """What the session remembers (``helpers.sessions.conversation.memory_report``); it keeps no facts."""
-        return memory_report(self.session.memory, state=self.session.memory_state())
+        return memory_report(self.memory, state=self.memory_state())
 
     def audit_report(self) -> str:
         """A PersistentSession keeps no fact store of its own, so there is no audit to show."""
-        return "No fact store: this chat keeps no facts."
+        return NO_FACT_STORE
 
     def close(self) -> None:
         """Nothing to release: the store is the caller's (``store.close()``); ``closed`` follows it."""
