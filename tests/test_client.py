@@ -1,5 +1,7 @@
 """The one call path: the right endpoint, model and key reach the wire; errors are explained in plain words."""
+import ast
 import json
+from pathlib import Path
 
 import httpx2
 import openai
@@ -12,6 +14,10 @@ from helpers.core.errors import ConfigError
 from helpers.retrieval.embeddings import embed_texts
 from helpers.llm.endpoint import check_endpoint
 from helpers.llm.stream_reader import read_streamed_reply
+from helpers.llm import client as llm_client
+from helpers.llm.client import make_offline_client
+from helpers.llm.config import OFFLINE_BASE_URL
+from helpers.standin import server
 
 from support import assert_no_secret, echoing_client, sse_reply
 
@@ -352,3 +358,46 @@ def test_a_200_that_echoes_a_password_from_the_base_url_does_not_show_it(monkeyp
         chat([{"role": "user", "content": "hi"}], client=client, settings=settings)
     assert "who is ***?" in str(info.value)
     assert_no_secret(info.value, "PASSWORD1")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_client_layer_hands_out_the_stand_ins_one_builder():
+    assert llm_client.make_offline_client is server.make_offline_client
+
+
+def test_the_default_client_is_answered_by_the_stand_in():
+    client = make_offline_client()
+    assert str(client.base_url).rstrip("/") == OFFLINE_BASE_URL and client.max_retries == 0
+    reply = client.chat.completions.create(model="offline/stand-in", messages=[{"role": "user", "content": "hello"}])
+    assert reply.choices[0].message.role == "assistant"
+
+
+def test_a_harness_passes_its_own_answer():
+    seen = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        return server.handle(request)
+
+    client = make_offline_client(answer, timeout=5)
+    client.chat.completions.create(model="offline/stand-in", messages=[{"role": "user", "content": "hello"}])
+    assert seen == ["/v1/chat/completions"] and client.timeout == 5
+
+
+def test_the_offline_settings_build_the_same_client():
+    client = make_client(load_settings("offline"))
+    assert str(client.base_url).rstrip("/") == OFFLINE_BASE_URL and client.max_retries == 0
+
+
+def test_no_other_module_builds_an_offline_client_itself():
+    builders = []
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        if path == ROOT / "helpers" / "standin" / "server.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("httpx2.MockTransport", "openai.OpenAI"):
+                builders.append((str(path.relative_to(ROOT)), ast.unparse(node)))
+    # the one other: the stand-in as a bare transport, for a harness that wraps it (memory/evaluation.py)
+    assert builders == [("helpers/llm/client.py", "httpx2.MockTransport(offline_handle)")], builders
