@@ -9,6 +9,9 @@ from helpers.llm.client import make_client
 
 SECRET = "sk-echo-" + "s3cret" * 4  # a key a server echoes back (openai-compatible backend)
 NIM_KEY = "nvapi-" + "e" * 30  # the same for the NIM backend
+# Five campus questions a session is driven with (tools, a follow-up, small talk about a poster).
+QUESTIONS = ["When does the AI club meet?", "How many days until that?", "Where can I print a poster?",
+             "And when are the faculty office hours?", "Is the library open on Sunday?"]
 
 
 def turn(user, answer="Noted."):

@@ -1,5 +1,7 @@
 """The usage ledger (helpers/chat/ledger.py): a server's prompt_tokens count is believed only when it is plausible,
 so an impossible count cannot turn a session's token budget off."""
+from __future__ import annotations
+
 import json
 import warnings
 
@@ -10,7 +12,9 @@ from helpers.core import tokens
 from helpers.core.errors import WorkshopWarning
 from helpers.chat.ledger import UsageLedger
 from helpers.chat.chat_session import ChatSession
+from helpers.core.tokens import approx_tokens
 
+from support import QUESTIONS
 from scripted import ScriptedServer
 
 
@@ -78,3 +82,60 @@ def test_the_ledger_never_believes_fewer_tokens_than_messages():
     with pytest.warns(WorkshopWarning):
         assert ledger.record(messages, 2) is None
     assert ledger.record(messages, 3) is not None
+
+
+class FreshLedger(UsageLedger):
+    """The ledger computing every message's key and estimate again on each request (the reference)."""
+
+    def _known(self, messages):
+        return [self.key(m) for m in messages], [self.estimate(m) for m in messages]
+
+
+def replay(requests) -> list[tuple]:
+    """Feed the same requests to both ledgers; what each learnt, request by request."""
+    seen = []
+    for ledger in (UsageLedger(), FreshLedger()):
+        learnt = []
+        for messages, prompt_tokens in requests:
+            cost = ledger.cost(messages)
+            record = ledger.record(messages, prompt_tokens)
+            learnt.append((cost, record, [ledger.count(m) for m in messages], ledger.cost(messages[1:])))
+        seen.append(learnt)
+    return seen
+
+
+def test_the_ledger_learns_the_same_from_a_real_session(monkeypatch):
+    requests = []
+    real = UsageLedger.record
+
+    def capture(self, messages, prompt_tokens):
+        requests.append((list(messages), prompt_tokens))
+        return real(self, messages, prompt_tokens)
+
+    monkeypatch.setattr(UsageLedger, "record", capture)
+    session = ChatSession(max_tokens=900)  # trimming breaks spans; tool calls add several messages a turn
+    for question in QUESTIONS * 3:
+        session.chat(question)
+    monkeypatch.undo()
+    assert len(requests) > len(QUESTIONS) * 3 and session.dropped
+    memo, fresh = replay(requests)
+    assert memo == fresh
+
+
+def test_the_ledger_notices_a_field_given_a_new_value_and_keeps_equal_copies_apart():
+    system, question = {"role": "system", "content": "Be brief."}, {"role": "user", "content": "ok?"}
+    answer = {"role": "assistant", "content": "ok"}
+    again, echo = {"role": "user", "content": "ok?"}, {"role": "assistant", "content": "ok"}
+    first = [system, question]
+    second = [system, question, answer, again]
+    requests = [(first, 20), (second, 31)]
+    memo, fresh = replay(requests)
+    assert memo == fresh
+    answer["content"] = "a much longer answer than before, " * 4  # changed in place after it was sent
+    third = [system, question, answer, again, echo, {"role": "user", "content": "and now?"}]
+    memo, fresh = replay([*requests, (third, 120)])
+    assert memo == fresh
+    ledger = UsageLedger()
+    for messages, tokens in [*requests, (third, 120)]:
+        ledger.record(messages, tokens)
+    assert ledger.count(answer) != approx_tokens({"role": "assistant", "content": "ok"})

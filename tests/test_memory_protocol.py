@@ -1,11 +1,14 @@
-"""A memory whose state is a shared part plus one part per turn (``helpers.chat.memory_protocol.TurnPartedMemory``):
-the parts add up to the whole state, a checkpoint takes a failed turn back exactly, and a session with recall
-and a profile saves in the time of one turn, whatever its length."""
+"""What ChatSession asks of its memory (helpers/chat/memory_protocol.py): the Memory protocol lists every member
+the session layer uses and nothing else; a TurnPartedMemory's state is a shared part plus one part per turn, the
+parts add up to the whole state, a checkpoint takes a failed turn back exactly, and a session with recall and a
+profile saves in the time of one turn, whatever its length."""
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,11 @@ from helpers.memory.profile import ProfileMemory
 from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.session_store import SessionStoreError, SQLiteSessionStore
+from helpers.chat.chat_session import Memory
+from helpers.chat.memory_protocol import TurnPartedMemory
+
+from support import QUESTIONS
+
 
 SAID = ["My name is Ada.", "I'm vegetarian.", "My locker number is 4471.", "Actually my locker number is 5120.",
         "My bike is blue and my advisor is Dr. Okafor.", "I want to join the robotics club."]
@@ -204,4 +212,96 @@ def test_a_session_stored_with_its_whole_memory_in_the_header_keeps_every_turn_a
     again = PersistentSession.open(store, "ada", "s1", memory=assistant_like(), max_turns=2)
     assert again.snapshot() == old.snapshot()
     assert {i: again.session.memory.recall.texts[i] for i in texts} == texts  # no older turn lost its part
+    store.close()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+MEMBERS = {"window_turns", "attach", "forget", "build", "count", "remember", "discard", "reset", "state",
+           "restore"}
+
+
+PARTED = {"shared_state", "turn_state", "checkpoint", "rollback", "state_at"}  # TurnPartedMemory's additions
+
+
+def test_the_memory_protocol_lists_what_chatsession_uses_and_the_assembler_has_it():
+    declared = {n for n in vars(Memory) if not n.startswith("_")} | set(Memory.__annotations__)
+    assert declared == MEMBERS
+    assert {n for n in vars(TurnPartedMemory) if not n.startswith("_")} == PARTED
+    assert isinstance(MemoryAssembler(), Memory) and isinstance(MemoryAssembler(), TurnPartedMemory)
+    assert not isinstance(object(), Memory) and not isinstance(OnlyTheProtocol(), TurnPartedMemory)
+
+
+def test_the_session_layer_reads_no_other_member_of_its_memory():
+    used = set()
+    for module in ("helpers/chat/chat_session.py", "helpers/chat/snapshot.py"):
+        for node in ast.walk(ast.parse((ROOT / module).read_text())):
+            if isinstance(node, ast.Attribute) and (
+                    (isinstance(node.value, ast.Attribute) and node.value.attr == "memory"
+                     and isinstance(node.value.value, ast.Name) and node.value.value.id == "self")
+                    or (isinstance(node.value, ast.Name) and node.value.id == "memory")):
+                used.add(node.attr)
+    assert used and used <= MEMBERS | PARTED, used - MEMBERS - PARTED
+
+
+class OnlyTheProtocol:
+    """A memory with exactly the protocol's members (each forwarded to a MemoryAssembler), noting which are used."""
+
+    __slots__ = ("_inner", "used")
+
+    def __init__(self):
+        self._inner = MemoryAssembler(window_turns=2)
+        self.used: set[str] = set()
+
+    @property
+    def window_turns(self):
+        self.used.add("window_turns")
+        return self._inner.window_turns
+
+    def _call(self, name, *args, **kwargs):
+        self.used.add(name)
+        return getattr(self._inner, name)(*args, **kwargs)
+
+    def attach(self, client=None, settings=None):
+        return self._call("attach", client, settings)
+
+    def forget(self, turns):
+        return self._call("forget", turns)
+
+    def build(self, system_prompt, window, question, *, budget=None, tools=None):
+        return self._call("build", system_prompt, window, question, budget=budget, tools=tools)
+
+    def count(self, message):
+        return self._call("count", message)
+
+    def remember(self, turn_id, messages):
+        return self._call("remember", turn_id, messages)
+
+    def discard(self, turn_id):
+        return self._call("discard", turn_id)
+
+    def reset(self):
+        return self._call("reset")
+
+    def state(self):
+        return self._call("state")
+
+    def restore(self, state):
+        return self._call("restore", state)
+
+
+def test_a_session_works_with_a_memory_that_has_only_the_protocol(tmp_path):
+    memory = OnlyTheProtocol()
+    assert isinstance(memory, Memory)
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    session = PersistentSession.open(store, "ada", "s1", memory=memory)  # a store needs nothing more either
+    for question in QUESTIONS[:4]:
+        session.chat(question)
+    assert "".join(session.stream(QUESTIONS[1]))
+    session.undo()
+    copy = ChatSession.from_snapshot(session.snapshot(), memory=OnlyTheProtocol())
+    assert copy.turn_ids == session.turn_ids
+    session.reset()
+    assert memory.used | copy.memory.used == MEMBERS  # restore: the copy's memory loaded the snapshot
     store.close()
