@@ -561,15 +561,15 @@ class ReplyFact:
     evidence: str = ""
 
 
+# A problem with a reply quotes what it held (``repr``), cut to this many characters: a runaway reply makes
+# no runaway message.
+PREVIEW_CHARS = 80
+
+
 def write_fact_reply(facts: Iterable[ReplyFact]) -> str:
     """``{"facts": [{"attribute": ..., "value": ..., "evidence": ...}]}``: the one reply of every fact extractor
     (``{"facts": []}`` for none)."""
     return json.dumps({"facts": [{key: getattr(fact, key) for key in FACT_REPLY_KEYS} for fact in facts]})
-
-
-def _preview(text: Any, limit: int = 80) -> str:
-    """``repr`` of what a reply held, cut at ``limit`` characters (a runaway reply makes no runaway message)."""
-    return repr(shorten(text, limit, flatten=False))
 
 
 def read_fact_reply(text: Any) -> tuple[list[ReplyFact], list[str]]:
@@ -583,19 +583,21 @@ def read_fact_reply(text: Any) -> tuple[list[ReplyFact], list[str]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        return [], [f"the reply is not JSON ({err.msg} at character {err.pos}): {_preview(text)}"]
+        return [], [f"the reply is not JSON ({err.msg} at character {err.pos}): "
+                    f"{shorten(text, PREVIEW_CHARS, flatten=False)!r}"]
     except (ValueError, RecursionError):
-        return [], [f"the reply is not JSON that can be read: {_preview(text)}"]
+        return [], [f"the reply is not JSON that can be read: {shorten(text, PREVIEW_CHARS, flatten=False)!r}"]
     if not isinstance(data, dict) or set(data) != {"facts"} or not isinstance(data["facts"], list):
         return [], ['the reply must be one JSON object with exactly one key, "facts", holding a list; got '
-                    + _preview(text)]
+                    + repr(shorten(text, PREVIEW_CHARS, flatten=False))]
     if len(data["facts"]) > MAX_REPLY_FACTS:
         return [], [f"the reply lists {len(data['facts'])} facts; at most {MAX_REPLY_FACTS} are read"]
     problems, facts = [], []
     for index, item in enumerate(data["facts"]):
         if not isinstance(item, dict) or set(item) != set(FACT_REPLY_KEYS):
             if isinstance(item, dict):
-                got = ", ".join(sorted(key if len(key) <= 40 else _preview(key, 40) for key in item)) or "no keys"
+                got = ", ".join(sorted(key if len(key) <= 40 else repr(shorten(key, 40, flatten=False))
+                                       for key in item)) or "no keys"
             else:
                 got = type(item).__name__
             problems.append(f"facts[{index}] must have exactly the keys attribute, value and evidence (got {got})")

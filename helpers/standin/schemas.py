@@ -27,6 +27,7 @@ _KINDS = {"string": "a string", "integer": "an integer", "number": "a number", "
           "array": "an array", "object": "an object", "null": "null"}
 MAX_DEPTH = 64  # deeper schemas or values are refused rather than walked
 MAX_MADE = 1_000  # the longest string or array it makes to satisfy minLength / minItems
+SHOWN_CHARS = 60  # a value an error message names: its repr, cut to this many characters ("..." at the cut)
 
 
 @dataclass
@@ -112,10 +113,6 @@ def _join(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _show(value) -> str:
-    return shorten(repr(value), 60, ellipsis="...", flatten=False)
-
-
 def _expected(types: list[str]) -> str:
     names = [_KINDS.get(t, t) for t in types] or ["a value of another type"]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
@@ -164,11 +161,13 @@ def _problem(value, schema, path: str, root, depth: int, budget: list) -> Proble
         return Problem(path, f"Invalid type for '{path}': expected {_expected(types)}, but got "
                              f"{_KINDS.get(kind_of(value), kind_of(value))} instead.", "invalid_type")
     if "const" in schema and not _same(value, schema["const"]):
-        return Problem(path, f"Invalid value for '{path}': expected {schema['const']!r}, but got {_show(value)}.",
+        shown = shorten(repr(value), SHOWN_CHARS, ellipsis="...", flatten=False)
+        return Problem(path, f"Invalid value for '{path}': expected {schema['const']!r}, but got {shown}.",
                        "invalid_value")
     if isinstance(schema.get("enum"), list) and not any(_same(value, e) for e in schema["enum"]):
         allowed = ", ".join(repr(e) for e in schema["enum"])
-        return Problem(path, f"Invalid value for '{path}': {_show(value)}. Supported values are: {allowed}.",
+        shown = shorten(repr(value), SHOWN_CHARS, ellipsis="...", flatten=False)
+        return Problem(path, f"Invalid value for '{path}': {shown}. Supported values are: {allowed}.",
                        "invalid_value")
     kind = kind_of(value)
     if kind in ("integer", "number") and not isinstance(value, bool):

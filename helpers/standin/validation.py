@@ -27,7 +27,7 @@ import re
 import httpx2
 
 from helpers.llm.config import OFFLINE_CHAT_MODEL
-from helpers.standin.schemas import problem as schema_problem
+from helpers.standin.schemas import SHOWN_CHARS, problem as schema_problem
 from helpers.core.text import shorten
 from helpers.chat.validity import scan, word_problems
 
@@ -82,14 +82,11 @@ def _kind(value) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _short(value) -> str:
-    return shorten(repr(value), 60, ellipsis="...", flatten=False)
-
-
 def _expect(ok: bool, param: str, what: str, value) -> None:
     if not ok:
+        shown = shorten(repr(value), SHOWN_CHARS, ellipsis="...", flatten=False)
         raise _Invalid(param, f"Invalid type for '{param}': expected {what}, but got {_kind(value)} "
-                              f"({_short(value)}) instead.", "invalid_type")
+                              f"({shown}) instead.", "invalid_type")
 
 
 # ---------------------------------------------------------------- the parameters, as schemas
@@ -242,7 +239,8 @@ def _check_message_shapes(messages: list) -> None:
                 at = f"{where}.content[{k}]"
                 _expect(isinstance(part, dict), at, "an object like {'type': 'text', 'text': '...'}", part)
                 if part.get("type") not in allowed:
-                    raise _Invalid(f"{at}.type", f"Invalid value for '{at}.type': {_short(part.get('type'))}. "
+                    shown = shorten(repr(part.get("type")), SHOWN_CHARS, ellipsis="...", flatten=False)
+                    raise _Invalid(f"{at}.type", f"Invalid value for '{at}.type': {shown}. "
                                                  f"Supported values for a {role} message are: "
                                                  f"{', '.join(allowed)}.", "invalid_value")
                 _check(part, PART_SCHEMAS[part["type"]], at)
@@ -253,9 +251,10 @@ def _check_message_shapes(messages: list) -> None:
 def _check_name(name, param: str) -> None:
     _expect(isinstance(name, str), param, "a string", name)
     if not _NAME.match(name):
+        shown = shorten(repr(name), SHOWN_CHARS, ellipsis="...", flatten=False)
         raise _Invalid(param, f"Invalid '{param}': string does not match pattern. Expected a string that matches "
                               f"the pattern '^[a-zA-Z0-9_-]+$' (letters, digits, '_' and '-'; no spaces), but got "
-                              f"{_short(name)}.", "invalid_value")
+                              f"{shown}.", "invalid_value")
 
 
 def _check_assistant_extras(message: dict, where: str) -> None:
@@ -266,16 +265,18 @@ def _check_assistant_extras(message: dict, where: str) -> None:
     for k, call in enumerate(message.get("tool_calls") or []):
         at = f"{where}.tool_calls[{k}]"
         if call.get("type", "function") != "function":
-            raise _Invalid(f"{at}.type", f"Invalid value for '{at}.type': {_short(call.get('type'))}. Supported "
+            shown = shorten(repr(call.get("type")), SHOWN_CHARS, ellipsis="...", flatten=False)
+            raise _Invalid(f"{at}.type", f"Invalid value for '{at}.type': {shown}. Supported "
                                          "values are: 'function'.", "invalid_value")
         _check(call, _closed({"id": _STRING, "type": {"const": "function"},
                               "function": _closed({"name": _STRING, "arguments": _STRING}, ["name", "arguments"])},
                              ["id", "function"]), at)
         name = call["function"]["name"]
         if not _TOOL_NAME.match(name):
+            shown = shorten(repr(name), SHOWN_CHARS, ellipsis="...", flatten=False)
             raise _Invalid(f"{at}.function.name", f"Invalid '{at}.function.name': string does not match pattern. "
                                                   "Expected a string that matches the pattern "
-                                                  f"'^[a-zA-Z0-9_-]+$', but got {_short(name)}.", "invalid_value")
+                                                  f"'^[a-zA-Z0-9_-]+$', but got {shown}.", "invalid_value")
 
 
 # ---------------------------------------------------------------- tools
@@ -315,7 +316,8 @@ def _check_tool(tool, where: str) -> tuple[str | None, list[_Invalid]]:
         raise _not_done(f"{where}.type", "custom (free-form) tools ('tools[].type' 'custom')",
                         "describe the tool as {'type': 'function', 'function': {...}}", "unsupported_value")
     if tool.get("type") != "function":
-        raise _Invalid(f"{where}.type", f"Invalid value for '{where}.type': {_short(tool.get('type'))}. Supported "
+        shown = shorten(repr(tool.get("type")), SHOWN_CHARS, ellipsis="...", flatten=False)
+        raise _Invalid(f"{where}.type", f"Invalid value for '{where}.type': {shown}. Supported "
                                         "values are: 'function' (and 'custom', which the offline stand-in does not "
                                         "do).", "invalid_value")
     extra = sorted(set(tool) - {"type", "function"})
@@ -333,7 +335,8 @@ def _check_tool(tool, where: str) -> tuple[str | None, list[_Invalid]]:
                                                        "name, description, parameters, strict.", "unknown_parameter")
     name, problems = function.get("name"), []
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        problems.append(_Invalid(f"{where}.function.name", f"'{where}.function.name' {_short(name)} must be a "
+        shown = shorten(repr(name), SHOWN_CHARS, ellipsis="...", flatten=False)
+        problems.append(_Invalid(f"{where}.function.name", f"'{where}.function.name' {shown} must be a "
                                                            "string of 1-64 letters, digits, '_' or '-' "
                                                            "(^[A-Za-z0-9_-]{1,64}$)"))
         name = None
@@ -355,8 +358,9 @@ def _check_tool(tool, where: str) -> tuple[str | None, list[_Invalid]]:
 
 def _check_parameters(params, where: str) -> None:
     if not isinstance(params, dict) or params.get("type") != "object":
+        shown = shorten(repr(params), SHOWN_CHARS, ellipsis="...", flatten=False)
         raise _Invalid(where, f"'{where}' must be a JSON schema with type 'object', like {{'type': 'object', "
-                              f"'properties': {{...}}}}; got {_short(params)}", "invalid_function_parameters")
+                              f"'properties': {{...}}}}; got {shown}", "invalid_function_parameters")
     properties = params.get("properties", {})
     _expect(isinstance(properties, dict), f"{where}.properties", "an object mapping names to schemas", properties)
     for key, schema in properties.items():
@@ -429,19 +433,22 @@ def _check_tool_choice(choice, names: set[str]) -> None:
                                 "unsupported_value")
             wanted = (tool.get("function") or {}).get("name") if isinstance(tool.get("function"), dict) else None
             if tool.get("type") != "function" or wanted not in names:
+                shown = shorten(repr(tool), SHOWN_CHARS, ellipsis="...", flatten=False)
                 raise _Invalid(at, f"'{at}' must be {{'type': 'function', 'function': {{'name': ...}}}} naming one of "
-                                   f"the tools sent ({', '.join(sorted(names))}), but got {_short(tool)}")
+                                   f"the tools sent ({', '.join(sorted(names))}), but got {shown}")
         return
     function = choice.get("function")
     if kind != "function" or not isinstance(function, dict):
+        shown = shorten(repr(choice), SHOWN_CHARS, ellipsis="...", flatten=False)
         raise _Invalid("tool_choice", f"Invalid 'tool_choice': as an object it must be {{'type': 'function', "
                                       f"'function': {{'name': ...}}}} or {{'type': 'allowed_tools', ...}}, but got "
-                                      f"{_short(choice)}", "invalid_value")
+                                      f"{shown}", "invalid_value")
     _check(choice, _closed({"type": {"const": "function"}, "function": _closed({"name": _STRING}, ["name"])},
                            ["type", "function"]), "tool_choice")
     wanted = function.get("name")
     if wanted not in names:
-        raise _Invalid("tool_choice.function.name", f"Invalid 'tool_choice.function.name': {_short(wanted)} is not "
+        shown = shorten(repr(wanted), SHOWN_CHARS, ellipsis="...", flatten=False)
+        raise _Invalid("tool_choice.function.name", f"Invalid 'tool_choice.function.name': {shown} is not "
                                                     f"one of the tools sent ({', '.join(sorted(names))})")
 
 
@@ -449,7 +456,8 @@ def _check_response_format(fmt, messages: list) -> None:
     _expect(isinstance(fmt, dict), "response_format", "an object like {'type': 'json_object'}", fmt)
     kind = fmt.get("type")
     if kind not in ("text", "json_object", "json_schema"):
-        raise _Invalid("response_format.type", f"Invalid value for 'response_format.type': {_short(kind)}. "
+        shown = shorten(repr(kind), SHOWN_CHARS, ellipsis="...", flatten=False)
+        raise _Invalid("response_format.type", f"Invalid value for 'response_format.type': {shown}. "
                                                "Supported values are: 'text', 'json_object' and 'json_schema'.")
     if kind != "json_schema":
         _check(fmt, _closed({"type": _STRING}, ["type"]), "response_format")
@@ -459,14 +467,15 @@ def _check_response_format(fmt, messages: list) -> None:
             "strict": {"type": ["boolean", "null"]}}, ["name"])}, ["type", "json_schema"]), "response_format")
         spec = fmt["json_schema"]
         if not _TOOL_NAME.match(spec["name"]):
+            shown = shorten(repr(spec["name"]), SHOWN_CHARS, ellipsis="...", flatten=False)
             raise _Invalid("response_format.json_schema.name", "Invalid 'response_format.json_schema.name': string "
                                                                "does not match pattern. Expected a string that "
                                                                "matches the pattern ^[A-Za-z0-9_-]{1,64}$, but got "
-                                                               f"{_short(spec['name'])}.")
+                                                               f"{shown}.")
         if spec.get("strict") and "schema" in spec:
             owner = f"response_format '{spec['name']}'"
             if spec["schema"].get("type") != "object":
-                kind = _short(spec["schema"].get("type"))
+                kind = shorten(repr(spec["schema"].get("type")), SHOWN_CHARS, ellipsis="...", flatten=False)
                 raise _Invalid("response_format.json_schema.schema",
                                f"Invalid schema for {owner}: schema must be a JSON Schema of 'type: \"object\"' "
                                f"(strict: true), got {kind}.", "invalid_json_schema")
@@ -507,11 +516,13 @@ def _check_params(body: dict) -> None:
                                        f"properties, but got {len(metadata)}.", "object_above_max_properties")
         for key in metadata:
             if len(key) > 64:
-                raise _Invalid(f"metadata.{key}", f"Invalid 'metadata': key {_short(key)} is longer than 64 "
+                shown = shorten(repr(key), SHOWN_CHARS, ellipsis="...", flatten=False)
+                raise _Invalid(f"metadata.{key}", f"Invalid 'metadata': key {shown} is longer than 64 "
                                                   "characters.", "string_above_max_length")
     for key in body.get("logit_bias") or {}:
         if not _TOKEN_ID.match(key):
-            raise _Invalid(f"logit_bias.{key}", f"Invalid key in 'logit_bias': {_short(key)}. Keys are token ids "
+            shown = shorten(repr(key), SHOWN_CHARS, ellipsis="...", flatten=False)
+            raise _Invalid(f"logit_bias.{key}", f"Invalid key in 'logit_bias': {shown}. Keys are token ids "
                                                 "(whole numbers written as strings, like '50256').")
 
 
