@@ -230,7 +230,7 @@ def read_judge_request(text: str) -> tuple[str, str] | None:
 # ---------------------------------------------------------------- transcript and quote lines: "[turn N] ..."
 
 EMPTY_MESSAGE = "(empty message)"
-_TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*): ?(.*)$")
+_TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*?)(?: \([^()\n]*\))?: ?(.*)$")
 
 
 def write_turn_line(turn_id: int, role: str, text: Any) -> str:
@@ -242,7 +242,8 @@ def write_turn_line(turn_id: int, role: str, text: Any) -> str:
 
 
 def read_turn_line(line: str) -> tuple[int, str, str] | None:
-    """(turn id, role, text) of a transcript or quote line, or None (a quote's text keeps its quotes)."""
+    """(turn id, role, text) of a transcript or quote line, or None (a quote's text keeps its quotes; a
+    speaker's name after the role, ``user (Dana):``, is not part of the role)."""
     match = _TURN_LINE.match(line)
     return (int(match.group(1)), match.group(2), match.group(3)) if match else None
 
@@ -258,13 +259,15 @@ class SupersededNote:
 
 @dataclass(frozen=True)
 class Quote:
-    """A quoted line: ``[turn N] role: "text"``, maybe ``-> assistant: "answer"``, and superseded notes."""
+    """A quoted line: ``[turn N] role: "text"`` (``role (name):`` when the message named its speaker), maybe
+    ``-> assistant: "answer"``, and superseded notes."""
 
     turn_id: int
     role: str
     text: str
     answer: str | None = None
     notes: tuple[SupersededNote, ...] = ()
+    name: str | None = None
 
 
 _NOTE = re.compile(r'\(superseded at turn (\d+): (.+?) is now "([^"]*)"\)')
@@ -281,26 +284,37 @@ def read_superseded_notes(text: str) -> list[SupersededNote]:
     return [SupersededNote(int(m.group(1)), m.group(2), m.group(3)) for m in _NOTE.finditer(text)]
 
 
+def speaker_name(name: Any) -> str:
+    """A speaker's name as a quote line holds it after the role: one line, no parentheses or double quotes."""
+    return quote_text(name).replace("(", "[").replace(")", "]")
+
+
 def write_quote_line(turn_id: int, role: str, text: Any, *, answer: Any = None,
-                     notes: Iterable[SupersededNote] = ()) -> str:
+                     notes: Iterable[SupersededNote] = (), name: Any = None) -> str:
     """``[turn 3] user: "text"`` (``quote_text``: one line, double quotes made single), with the final
-    answer on the same line (`` -> assistant: "..."``, as a summary writes it) and notes after it."""
-    line = f'[turn {int(turn_id)}] {one_line(role)}: "{quote_text(text)}"'
+    answer on the same line (`` -> assistant: "..."``, as a summary writes it) and notes after it.
+
+    ``role`` is ``user`` or ``assistant`` (an assistant's words are quoted as its own, never as the user's);
+    ``name``, the speaker a message names (the OpenAI ``name`` field), follows the role in parentheses:
+    ``[turn 3] assistant (Melanie): "..."`` (``speaker_name``)."""
+    who = one_line(role) + (f" ({speaker_name(name)})" if name is not None and str(name).strip() else "")
+    line = f'[turn {int(turn_id)}] {who}: "{quote_text(text)}"'
     if answer is not None:
         line += f' -> assistant: "{quote_text(answer)}"'
     return line + "".join(" " + write_superseded_note(n.turn_id, n.label, n.value) for n in notes)
 
 
 def read_quotes(text: str, role: str = "user") -> list[Quote]:
-    """Every ``[turn N] <role>: "..."`` quote in ``text`` (anywhere in a line), with what follows it on
-    its line: the answer quoted after it and every superseded note."""
-    pattern = re.compile(r'\[turn (\d+)\] ' + re.escape(role) + r': "([^"]*)"(.*)$', re.M)
+    """Every ``[turn N] <role>: "..."`` quote in ``text`` (anywhere in a line; ``<role> (name):`` too), with
+    what follows it on its line: the answer quoted after it and every superseded note. ``role="assistant"``
+    reads the assistant's own quoted words (a user's quote is never read as the assistant's, nor back)."""
+    pattern = re.compile(r'\[turn (\d+)\] ' + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "([^"]*)"(.*)$', re.M)
     found = []
     for match in pattern.finditer(text):
-        rest = match.group(3)
+        rest = match.group(4)
         answer = _ANSWER_QUOTE.match(rest)
-        found.append(Quote(int(match.group(1)), role, match.group(2), answer.group(1) if answer else None,
-                           tuple(read_superseded_notes(rest))))
+        found.append(Quote(int(match.group(1)), role, match.group(3), answer.group(1) if answer else None,
+                           tuple(read_superseded_notes(rest)), match.group(2)))
     return found
 
 

@@ -60,13 +60,14 @@ from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Coun
                                    fit_profile, fit_recall, fit_summary, fixed_parts, relevant_first)
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.recall import Recalled, turn_parts
-from helpers.memory.recall_index import RecallIndex
+from helpers.memory.recall_index import MAX_K, RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
 from helpers.core.context_format import quote_text  # the superseded note's values stand between double quotes
 from helpers.core.context_format import format_turn_ids, one_line, safe_lines
 from helpers.chat.validity import find_problems
 
 DEFAULT_WINDOW_TURNS = 6
+MIN_QUOTE_TOKENS = 16  # the fewest tokens one recalled quote costs (its turn tag, role and a few words)
 
 
 def fit_window(window: Sequence[tuple[int, Sequence[dict]]], left: int | None,
@@ -238,7 +239,9 @@ class MemoryAssembler:
         if self.recall is not None and isinstance(question, str) and question.strip():
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always")
-                recalled = self.recall.search(question, exclude=[i for i, _ in window])
+                k = self._recall_k(system_prompt, question, budget, tools)
+                recalled = self.recall.search(question, exclude=[i for i, _ in window], **(
+                    {"k": k} if k is not None else {}))
             caught = [str(w.message) for w in seen]
             for warning in seen:  # pass them on (one line each), and keep them in the report
                 warnings.warn(str(warning.message), warning.category, stacklevel=2)
@@ -266,6 +269,18 @@ class MemoryAssembler:
             assembly.report.warnings.append(f"{waiting} not summarised yet")
         self.last_assembly = assembly
         return assembly
+
+    def _recall_k(self, system_prompt: str | None, question: str, budget: int | None, tools: list | None) -> int:
+        """How many turns to ask recall for: enough to fill the recall block's share of this budget
+        (``fit_recall`` then takes them, best first, until the share is full); the index's ``k`` without a
+        budget (None: a recall object without a ``k`` is asked with its own default)."""
+        if budget is None or not isinstance(getattr(self.recall, "k", None), int):
+            return None
+        system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        fixed = tokens.REPLY_PRIMING + tokens.count_tools(tools) + self.reserve
+        room = budget - fixed - sum(map(self.count, system)) - self.count({"role": "user", "content": question})
+        share = max(0, int(room * self.shares.recall))
+        return max(self.recall.k, min(MAX_K, share // MIN_QUOTE_TOKENS + 1))
 
     # -- a saved session's facts: written once its save has committed (PersistentSession)
     def defer_writes(self) -> None:
@@ -404,7 +419,7 @@ def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
     the stored data as damaged)."""
     if not isinstance(turns, dict):
         raise MemoryStateError(f"the memory's turn parts are a {type(turns).__name__}, not a dict")
-    recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}}
+    recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}, "assistant": {}}
     statements = []
     for key in sorted(turns, key=_turn_key):
         part = turns[key]
@@ -423,9 +438,14 @@ def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
             answers = found.get("answers", 0)
             if type(answers) is not int or not 0 <= answers <= len(texts):
                 raise MemoryStateError(f"the recall part of turn {key} counts {answers!r:.20} answer pieces")
+            said = found.get("assistant", 0)
+            if type(said) is not int or not 0 <= said <= len(texts) - answers:
+                raise MemoryStateError(f"the recall part of turn {key} counts {said!r:.20} assistant pieces")
             recall_state["quotes"][key], recall_state["texts"][key] = quote, list(texts)
             if answers:
                 recall_state["answers"][key] = answers
+            if said:
+                recall_state["assistant"][key] = said
         said = part.get("profile", [])
         if not isinstance(said, list) or not all(isinstance(s, dict) for s in said):
             raise MemoryStateError(f"the profile part of turn {key} is not a list of statements")

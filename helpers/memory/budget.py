@@ -193,15 +193,24 @@ def fit_summary(summary: RollingSummary | None, cap: int | None, left: int | Non
 
 def fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
                 count: Count) -> tuple[dict | None, Part]:
-    """The recall block: best match first, skipping any turn that would overflow the share."""
+    """The recall block: best match first, skipping any turn that would overflow the share, until it is full.
+
+    Each quote's cost is counted once (what it adds to the block), so filling a block of many quotes costs
+    one count per quote; the block is counted whole at the end and trimmed from its end if the sum was short.
+    """
     part = Part("recall", 0, cap)
     limit = None if left is None else min(cap, left)
     chosen: list[Recalled] = []
+    used = empty = count(_system(RECALL_HEADER, []))
     for item in recalled:
-        if limit is None or count(_system(RECALL_HEADER, [r.text for r in chosen + [item]])) <= limit:
+        cost = count(_system(RECALL_HEADER, [item.text])) - empty + 1
+        if limit is None or used + cost <= limit:
             chosen.append(item)
+            used += cost
         else:
             part.dropped.append(item.turn_id)
+    while chosen and limit is not None and count(_system(RECALL_HEADER, [r.text for r in chosen])) > limit:
+        part.dropped.insert(0, chosen.pop().turn_id)
     if not chosen:
         return None, part
     message = _system(RECALL_HEADER, [r.text for r in chosen])

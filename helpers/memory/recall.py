@@ -40,7 +40,7 @@ from helpers.core.tokens import content_text
 
 ACKNOWLEDGEMENTS = frozenset("""ok okay k kk thanks thank you thx ty cool great nice sure yes yep yeah no nope
 fine got it alright right perfect awesome bye goodbye hi hello hey cheers lol sounds good will do
-noted""".split())
+noted welcome you're glad anytime""".split())
 RECENCY_WEIGHT = 0.05  # at most this much is added to the newest turn's similarity
 ANSWER_CHARS = 240  # a recalled tool answer is quoted up to this many characters
 NEAR_IDENTICAL = 0.9  # share of the shorter statement's words the longer one must contain
@@ -104,6 +104,7 @@ def merge_repeats(ranked: Sequence[tuple[int, float]], texts: Mapping[int, str],
 
 
 def _content(message: dict) -> str:
+    """A message's words: its text, or the text parts of mixed content (image parts carry none)."""
     return " ".join(content_text(message.get("content")).split())
 
 
@@ -120,16 +121,61 @@ def turn_parts(messages: Sequence[dict]) -> tuple[str, str, list[str]]:
     return user, answers[-1] if answers else "", tools
 
 
+def speaker_names(messages: Sequence[dict]) -> tuple[str, str]:
+    """(user's name, final answer's speaker name): the OpenAI message ``name`` field, "" where absent."""
+    def name(message: dict | None) -> str:
+        return " ".join(str((message or {}).get("name") or "").split())
+    user = next((m for m in messages if m.get("role") == "user"), None)
+    answer = [m for m in messages if m.get("role") == "assistant" and _content(m)]
+    return name(user), name(answer[-1] if answer else None)
+
+
+_CITES_MEMORY = re.compile(r"\bturns? \d+|\byou told me\b", re.I)
+_LEADING_TAGS = re.compile(r"^(?:\[[^\]]*\]\s*)*(?:[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}: )?")
+MIN_PIECE_WORDS = 4  # a sentence shorter than this is embedded only inside its whole message
+
+
+def assistant_statements(answer: str, user: str = "") -> list[str]:
+    """What of an assistant's reply (no tool used) is its own evidence: its statements, except one that only
+    repeats words of the user's message (``Noted: blue.``); none of a reply that cites memory (``You told me
+    (turn 0): ...``): it repeats what was said, it says nothing new."""
+    if _CITES_MEMORY.search(answer):
+        return []
+    heard = _words(user) | ACKNOWLEDGEMENTS
+    return [s for s in statements(answer) if not _words(s) <= heard]
+
+
+def side_pieces(said: Sequence[str], name: str = "", limit: int = 12) -> list[str]:
+    """The pieces one speaker's statements are embedded as: the whole message (``name: ...`` when the message
+    names its speaker), then each sentence of at least ``MIN_PIECE_WORDS`` words on its own, without a leading
+    ``[tag]`` or ``Name: `` prefix (so a speaker's name cannot make "Melanie: Thanks, Caroline!" match every
+    question about Melanie), at most ``limit`` pieces."""
+    if not said:
+        return []
+    whole = " ".join(said)
+    pieces = [f"{name}: {whole}" if name else whole]
+    for sentence in said:
+        bare = _LEADING_TAGS.sub("", sentence, count=1).strip()
+        if len(re.findall(r"[a-z0-9']+", bare.lower())) >= MIN_PIECE_WORDS and bare not in pieces:
+            pieces.append(bare)
+    return pieces[:limit] if len(said) > 1 else pieces[:1]
+
+
 def quote_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 400,
                answer_chars: int = ANSWER_CHARS) -> str:
-    """A turn as quoted lines for a context block: user words, tools used, final answer (clipped shorter)."""
+    """A turn as quoted lines for a context block: user words, tools used, final answer (clipped shorter).
+
+    A tool's answer is clipped to ``answer_chars``; an assistant's own words (no tool) to ``max_chars``, like
+    the user's. A speaker the message names (``name``) is quoted with its role: ``user (Dana): "..."``."""
     user, answer, tools = turn_parts(messages)
-    lines = [write_quote_line(turn_id, "user", clip(user, max_chars)) if user
+    user_name, answer_name = speaker_names(messages)
+    lines = [write_quote_line(turn_id, "user", clip(user, max_chars), name=user_name or None) if user
              else write_turn_line(turn_id, "user", EMPTY_MESSAGE)]
     if tools:
         lines.append(write_tools_line(turn_id, tools))
     if answer:
-        lines.append(write_quote_line(turn_id, "assistant", clip(answer, min(max_chars, answer_chars))))
+        limit = min(max_chars, answer_chars) if tools else max_chars
+        lines.append(write_quote_line(turn_id, "assistant", clip(answer, limit), name=answer_name or None))
     return "\n".join(lines)
 
 

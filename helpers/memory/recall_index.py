@@ -38,8 +38,12 @@ from helpers.retrieval import embeddings  # the module: embeddings.embed_texts i
 from helpers.llm.client import get_client, get_settings
 from helpers.retrieval.embedding_backend import embedding_client
 from helpers.core.errors import ConfigError, WorkshopWarning
-from helpers.memory.recall import (Recalled, clip, is_substantive, merge_repeats, quote_turn, rank,
-                                   statements, turn_parts)
+import math
+import re
+
+from helpers.memory import recall as _recall  # near_identical looked up at each call (tests count the calls)
+from helpers.memory.recall import (Recalled, assistant_statements, clip, is_substantive, quote_turn, rank,
+                                   side_pieces, speaker_names, statements, turn_parts)
 
 DEFAULT_K = 3
 DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
@@ -47,6 +51,18 @@ ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user 
 MERGE_POOL = 16  # repeats are looked for among the best k x this many turns
 EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, before embedding, not by the model
 MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
+MAX_K = 200  # at most this many turns are handed over by one search, whatever the budget
+# Fusion (reciprocal-rank, chosen on LoCoMo's tuning half): a line scores 1/(RRF_K + its rank by meaning)
+# + LEXICAL_WEIGHT/(RRF_K + its rank by BM25); a line that shares a word the question names may score
+# LEXICAL_SLACK below min_score and still be found.
+RRF_K = 60
+LEXICAL_WEIGHT = 1.0
+LEXICAL_SLACK = 0.15
+BM25_K1, BM25_B = 1.2, 0.75
+MERGE_PEERS = 4  # a line is compared with at most this many earlier groups (found by its rarest words)
+MERGE_KEYS = 4  # ... the groups that hold one of its this many rarest words
+USER, ASSISTANT = 0, 1  # the two sides of a turn, ranked as lines of their own
+_WORD = re.compile(r"[a-z0-9']+")
 
 
 class RecallWarning(WorkshopWarning):
@@ -65,15 +81,20 @@ class RecallIndex:
         self.quotes: dict[int, str] = {}  # turn id -> quoted text (what a search returns)
         self.texts: dict[int, list[str]] = {}  # turn id -> the pieces that are embedded
         self.answers: dict[int, int] = {}  # turn id -> how many of its last pieces are a tool answer
+        self.assistant: dict[int, int] = {}  # turn id -> how many pieces (before a tool answer's) the assistant said
         self.skipped: list[int] = []  # turns filtered out as small talk
         self._ids: list[int] = []  # turn id of each row of _matrix
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)  # per row: a tool answer (True) or a user statement
+        self._side = np.zeros(0, dtype=np.int64)  # per row: USER or ASSISTANT (a tool answer is the assistant's)
+        self._lexical: _Lexical | None = None  # BM25 over the quoted lines, built when a search needs it
+        self.comparisons = 0  # near-identical comparisons made by merging (the last search's)
         self._saved_rows = 0  # the leading rows of _matrix a store holds (see vectors_saved)
         self._query: tuple[str, np.ndarray] | None = None  # the latest question and its vector
         self._said_best: set[int] = set()  # in the latest search, turns whose best piece was a statement
         self._other: dict[str, np.ndarray] = {}  # vectors of texts ranked by ``similarity`` (profile lines)
         self.embed_requests = 0
+        self.last_scored = 0  # lines scored by the last search (dense and lexical: linear in the index)
 
     def attach(self, client: Any = None, settings: Any = None) -> None:
         """Use this client/settings unless others were given explicitly."""
@@ -90,17 +111,28 @@ class RecallIndex:
         return [i for i in self.texts if i not in done]
 
     def add(self, turn_id: int, messages: Sequence[dict]) -> bool:
-        """Remember one finished turn; returns False when it was small talk (not stored)."""
+        """Remember one finished turn; returns False when it was small talk (not stored).
+
+        Both sides are evidence: the user's statements, and the assistant's -- its own words (statements
+        that do not merely cite an earlier turn), or a tool answer. Each side is embedded as its whole
+        message and its longer sentences (``side_pieces``)."""
         user, answer, tools = turn_parts(messages)
-        said = statements(user)
-        answers = [answer] if answer and tools else []  # an assistant's words without a tool: no evidence
-        if not is_substantive(user) or not (said or answers):
+        user_name, answer_name = speaker_names(messages)
+        said = side_pieces(statements(user), user_name, MAX_PIECES - 1) if is_substantive(user) else []
+        answers = [answer] if answer and tools else []
+        replied = [] if tools or not is_substantive(answer) else \
+            side_pieces(assistant_statements(answer, user), answer_name, MAX_PIECES - 1 - len(said))
+        if not (said or replied or (answers and is_substantive(user))):
             self.skipped.append(turn_id)
             return False
         self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars)
-        pieces = said[: MAX_PIECES - 1] + answers
+        pieces = said + replied + answers
         self.texts[turn_id] = [clip(piece, EMBED_CHARS) for piece in pieces]
         self.answers[turn_id] = len(answers)
+        if replied:
+            self.assistant[turn_id] = len(replied)
+        if self._lexical is not None:
+            self._lexical.add(turn_id, self.quotes[turn_id])
         return True
 
     def discard(self, turn_id: int) -> None:
@@ -108,6 +140,8 @@ class RecallIndex:
         self.quotes.pop(turn_id, None)
         self.texts.pop(turn_id, None)
         self.answers.pop(turn_id, None)
+        self.assistant.pop(turn_id, None)
+        self._lexical = None
         if turn_id in self.skipped:
             self.skipped = [i for i in self.skipped if i != turn_id]
         if turn_id in self._ids:
@@ -119,26 +153,28 @@ class RecallIndex:
         self._ids = [i for i, k in zip(self._ids, keep.tolist()) if k]
         self._matrix = self._matrix[keep] if len(self._ids) else np.zeros((0, 0), dtype=np.float32)
         self._is_answer = self._is_answer[keep]
+        self._side = self._side[keep]
 
     # -- what it keeps of one turn, and taking a failed turn back
     def turn_state(self, turn_id: int) -> dict | None:
         """What the index keeps of one turn (JSON-ready), or None: set by ``add``, removed by ``discard``."""
-        return _part((self.quotes, self.texts, self.answers, self.skipped), turn_id)
+        return _part((self.quotes, self.texts, self.answers, self.skipped, self.assistant), turn_id)
 
     @staticmethod
     def parts_at(point: tuple) -> dict[int, dict]:
         """Every turn's part (``turn_state``) as the index held them at ``checkpoint``."""
-        _quotes, texts, _answers, skipped = point
+        texts, skipped = point[1], point[3]
         return {turn_id: _part(point, turn_id) for turn_id in [*skipped, *texts]}
 
     def checkpoint(self) -> tuple:
         """Where the index stands now, for ``rollback`` (shallow copies: entries are never changed in place)."""
-        return dict(self.quotes), dict(self.texts), dict(self.answers), list(self.skipped)
+        return dict(self.quotes), dict(self.texts), dict(self.answers), list(self.skipped), dict(self.assistant)
 
     def rollback(self, point: tuple) -> None:
         """Back to ``checkpoint``; vectors of turns still indexed with the same pieces are kept."""
-        quotes, texts, answers, skipped = point
+        quotes, texts, answers, skipped, assistant = point
         self.quotes, self.texts, self.answers, self.skipped = dict(quotes), dict(texts), dict(answers), list(skipped)
+        self.assistant, self._lexical = dict(assistant), None
         if self._ids:
             self._keep_rows(np.array([i in texts for i in self._ids], dtype=bool))
 
@@ -198,9 +234,12 @@ class RecallIndex:
         """Append the vectors of these turns' pieces (in order), marking which rows are tool answers."""
         kinds = [n >= len(self.texts[i]) - self.answers.get(i, 0) for i in turn_ids
                  for n in range(len(self.texts[i]))]
+        sides = [USER if n < len(self.texts[i]) - self.answers.get(i, 0) - self.assistant.get(i, 0) else ASSISTANT
+                 for i in turn_ids for n in range(len(self.texts[i]))]
         self._matrix = vectors if not self._ids else np.vstack([self._matrix, vectors])
         self._ids += [i for i in turn_ids for _ in self.texts[i]]
         self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
+        self._side = np.concatenate([self._side, np.array(sides, dtype=np.int64)])
 
     def _catch_up(self) -> None:
         pending = self.pending
@@ -230,9 +269,17 @@ class RecallIndex:
         return [float(self._other[t] @ query) for t in texts]
 
     def search(self, question: str, *, exclude: Sequence[int] = (), k: int | None = None) -> list[Recalled]:
-        """The ``k`` past turns most similar to ``question``, not in ``exclude``, best first."""
+        """Up to ``k`` past turns that match ``question``, not in ``exclude``, best first.
+
+        Each side of a turn (the user's line, the assistant's) is ranked as a line of its own, by meaning
+        (its best piece, ``rank``: similarity plus recency) and by words (BM25 over the quoted lines), and
+        the two rankings are fused (reciprocal rank: ``RRF_K``, ``LEXICAL_WEIGHT``). A turn is quoted by the
+        sides that ranked before the next turn was needed; a tool's answer with the whole turn (the question,
+        the tools, the answer). Scoring is linear in the index; merging repeats compares each line with at
+        most ``MERGE_PEERS`` groups (``comparisons``)."""
         k = self.k if k is None else k
         excluded = set(exclude)
+        self.comparisons = self.last_scored = 0
         if not is_substantive(question) or not any(i not in excluded for i in self.texts):
             return []
         try:
@@ -243,40 +290,103 @@ class RecallIndex:
             warnings.warn(f"recall skipped this turn: {first_line}", RecallWarning, stacklevel=2)
             return []
         similarity = self._matrix @ query - ANSWER_PENALTY * self._is_answer
-        turns, row_turn = np.unique(np.asarray(self._ids), return_inverse=True)  # each row's turn
-        best = np.full(len(turns), -np.inf)
-        np.maximum.at(best, row_turn, similarity)  # a turn scores as its best piece
-        said = np.full(len(turns), -np.inf)
-        np.maximum.at(said, row_turn, np.where(self._is_answer, -np.inf, similarity))  # its best statement
-        self._said_best = set(turns[said >= best].tolist())  # turns quoted by the user's words alone
-        similarity_of = dict(zip(turns.tolist(), best.tolist()))
-        ranked = [(turn_id, score) for turn_id, score in rank(similarity_of)
-                  if similarity_of[turn_id] >= self.min_score and turn_id not in excluded
-                  and turn_id in self.quotes]
-        return self._merged(ranked[:MERGE_POOL * k], k)
+        codes = np.asarray(self._ids, dtype=np.int64) * 2 + self._side  # each row's line: turn x 2 + side
+        lines, row_line = np.unique(codes, return_inverse=True)
+        best = np.full(len(lines), -np.inf)
+        np.maximum.at(best, row_line, similarity)  # a line scores as its best piece
+        dense = dict(zip(lines.tolist(), best.tolist()))
+        lexical = self._lexical_index().scores(question)
+        self.last_scored = len(self._ids) + self._lexical_index().postings_read
+        floor = self.min_score - LEXICAL_SLACK
+
+        def wanted(code: int) -> bool:
+            turn_id = code // 2
+            return turn_id not in excluded and turn_id in self.quotes and (
+                dense[code] >= self.min_score or (lexical.get(code, 0.0) > 0 and dense[code] >= floor))
+
+        by_meaning = [code for code, _ in rank(dense) if wanted(code)]
+        by_words = sorted((c for c in lexical if c in dense and wanted(c)), key=lambda c: (-lexical[c], -c))
+        fused = {code: 1.0 / (RRF_K + n) for n, code in enumerate(by_meaning, 1)}
+        for n, code in enumerate(by_words, 1):
+            fused[code] += LEXICAL_WEIGHT / (RRF_K + n)
+        order = sorted(fused, key=lambda c: (-round(fused[c], 9), -c))
+        return self._merged([(code, fused[code]) for code in order], k)
+
+    def _lexical_index(self) -> "_Lexical":
+        if self._lexical is None:
+            self._lexical = _Lexical()
+            for turn_id, quote in self.quotes.items():
+                self._lexical.add(turn_id, quote)
+        return self._lexical
 
     def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
-        """The top ``k`` after merging near-identical statements into their newest occurrence."""
-        score_of = dict(ranked)
-        out = []
-        for group in merge_repeats(ranked, {i: " ".join(self.texts[i]) for i in score_of}, k):
-            ids = sorted(group)
-            newest, score = ids[-1], max(score_of[i] for i in group)
-            text = self.quotes[newest]
-            if newest in self._said_best:  # the user's statement matched: the answer adds nothing
-                text = text.split("\n", 1)[0]
-            if len(ids) > 1:
-                turns = ", ".join(map(str, ids))
-                text = text.replace("\n", f" (said {len(ids)} times: turns {turns})\n", 1) if "\n" in text \
-                    else text + f" (said {len(ids)} times: turns {turns})"
-            out.append(Recalled(newest, round(score, 4), text, tuple(ids[:-1])))
-        return out
+        """Up to ``k`` turns from ranked lines, merging near-identical statements into their newest occurrence.
+
+        A line of a turn already chosen adds its side to that turn's quote; a line that restates an earlier
+        group's first line (``near_identical``) joins that group; any other line starts a turn of its own
+        until there are ``k``."""
+        lexical = self._lexical_index()
+        groups: list[dict] = []
+        of_turn: dict[int, dict] = {}  # turn id -> its group
+        by_word: dict[str, list[dict]] = {}  # word -> groups whose first line holds it
+        for code, score in ranked:
+            turn_id, side = divmod(code, 2)
+            if turn_id in of_turn:
+                of_turn[turn_id]["sides"].setdefault(turn_id, set()).add(side)
+                continue
+            text = lexical.text(code)
+            keys = lexical.rarest(code, MERGE_KEYS)
+            peers: dict[int, tuple[int, dict]] = {}
+            for word in keys:
+                for group in by_word.get(word, ()):
+                    shared, _ = peers.get(id(group), (0, group))
+                    peers[id(group)] = (shared + 1, group)
+            found = None
+            for _, group in sorted(peers.values(), key=lambda p: -p[0])[:MERGE_PEERS]:
+                self.comparisons += 1
+                if group["side"] == side and _recall.near_identical(text, group["text"]):
+                    found = group
+                    break
+            if found is not None:
+                found["ids"].append(turn_id)
+                found["sides"].setdefault(turn_id, set()).add(side)
+                of_turn[turn_id] = found
+                continue
+            if len(groups) >= k:
+                break
+            group = {"ids": [turn_id], "score": score, "text": text, "side": side, "sides": {turn_id: {side}}}
+            groups.append(group)
+            of_turn[turn_id] = group
+            for word in lexical.words(code):
+                by_word.setdefault(word, []).append(group)
+        return [self._recalled(group) for group in groups]
+
+    def _recalled(self, group: dict) -> Recalled:
+        ids = sorted(group["ids"])
+        newest = ids[-1]
+        text = self._quote_sides(newest, group["sides"][newest])
+        if len(ids) > 1:
+            turns = ", ".join(map(str, ids))
+            text = text.replace("\n", f" (said {len(ids)} times: turns {turns})\n", 1) if "\n" in text \
+                else text + f" (said {len(ids)} times: turns {turns})"
+        return Recalled(newest, round(group["score"], 6), text, tuple(ids[:-1]))
+
+    def _quote_sides(self, turn_id: int, sides: set[int]) -> str:
+        """The quote lines of the sides a search matched: the user's line, the assistant's; a tool's answer
+        comes with the whole turn (what was asked, the tools, the answer)."""
+        lines = self.quotes[turn_id].split("\n")
+        if ASSISTANT in sides and self.answers.get(turn_id):
+            return "\n".join(lines)
+        keep = [line for n, line in enumerate(lines)
+                if (USER in sides and n == 0) or (ASSISTANT in sides and n > 0 and _is_assistant_line(line))]
+        return "\n".join(keep or lines[:1])
 
     def state(self) -> dict:
         """JSON-ready state (texts only: vectors are recomputed after a restore unless imported)."""
         return {"quotes": {str(i): q for i, q in self.quotes.items()},
                 "texts": {str(i): t for i, t in self.texts.items()}, "skipped": list(self.skipped),
-                "answers": {str(i): n for i, n in self.answers.items() if n}}
+                "answers": {str(i): n for i, n in self.answers.items() if n},
+                "assistant": {str(i): n for i, n in self.assistant.items() if n}}
 
     def restore(self, state: dict | None) -> None:
         """Counterpart of ``state``."""
@@ -285,17 +395,94 @@ class RecallIndex:
         self.texts = {int(i): list(t) for i, t in state.get("texts", {}).items()}
         self.skipped = [int(i) for i in state.get("skipped", [])]
         self.answers = {int(i): int(n) for i, n in state.get("answers", {}).items()}
+        self.assistant = {int(i): int(n) for i, n in state.get("assistant", {}).items()}
         self._ids, self._matrix = [], np.zeros((0, 0), dtype=np.float32)
         self._is_answer = np.zeros(0, dtype=bool)
+        self._side = np.zeros(0, dtype=np.int64)
+        self._lexical = None
         self._saved_rows = 0
 
 
 def _part(entries: tuple, turn_id: int) -> dict | None:
-    """One turn's part from (quotes, texts, answers, skipped): its quote and pieces, that it was skipped, or None."""
-    quotes, texts, answers, skipped = entries
+    """One turn's part from (quotes, texts, answers, skipped, assistant): its quote and pieces (and how many of
+    them are the assistant's words, or a tool answer), that it was skipped, or None."""
+    quotes, texts, answers, skipped = entries[:4]
+    assistant = entries[4] if len(entries) > 4 else {}
     if turn_id in texts:
         part = {"quote": quotes[turn_id], "texts": list(texts[turn_id])}
         if answers.get(turn_id):
             part["answers"] = answers[turn_id]
+        if assistant.get(turn_id):
+            part["assistant"] = assistant[turn_id]
         return part
     return {"skipped": True} if turn_id in skipped else None
+
+
+_QUOTED_SIDE = re.compile(r'^\[turn -?\d+\] (user|assistant)(?: \([^()\n"]*\))?: "(.*)"')
+
+
+def _is_assistant_line(line: str) -> bool:
+    match = _QUOTED_SIDE.match(line)
+    return match is not None and match.group(1) == "assistant"
+
+
+def _side_lines(quote: str) -> dict[int, str]:
+    """A stored quote's words per side (USER: the user's line; ASSISTANT: the tools and the answer)."""
+    out: dict[int, list[str]] = {}
+    for n, line in enumerate(quote.split("\n")):
+        match = _QUOTED_SIDE.match(line)
+        side = USER if n == 0 else ASSISTANT
+        out.setdefault(side, []).append(match.group(2) if match else line.split("] ", 1)[-1])
+    return {side: " ".join(parts) for side, parts in out.items()}
+
+
+class _Lexical:
+    """BM25 over the quoted lines (one document per side of a turn), added to as turns are; in Python for now."""
+
+    def __init__(self) -> None:
+        self.postings: dict[str, dict[int, int]] = {}  # word -> line code -> count
+        self.length: dict[int, int] = {}  # line code -> words
+        self.texts: dict[int, str] = {}
+        self.total = 0
+        self.postings_read = 0
+
+    def add(self, turn_id: int, quote: str) -> None:
+        for side, text in _side_lines(quote).items():
+            code = turn_id * 2 + side
+            if code in self.length:
+                continue
+            words = _WORD.findall(text.lower())
+            self.texts[code], self.length[code] = text, len(words)
+            self.total += len(words)
+            for word in words:
+                posting = self.postings.setdefault(word, {})
+                posting[code] = posting.get(code, 0) + 1
+
+    def text(self, code: int) -> str:
+        return self.texts.get(code, "")
+
+    def words(self, code: int) -> set[str]:
+        return set(_WORD.findall(self.texts.get(code, "").lower()))
+
+    def rarest(self, code: int, n: int) -> list[str]:
+        """The ``n`` words of a line found in the fewest lines (ties alphabetical)."""
+        return sorted(self.words(code), key=lambda w: (len(self.postings.get(w, ())), w))[:n]
+
+    def scores(self, question: str) -> dict[int, float]:
+        """BM25 of every line holding a word of ``question`` (work: the postings of its words)."""
+        lines = len(self.length)
+        self.postings_read = 0
+        if not lines:
+            return {}
+        average = self.total / lines or 1.0
+        out: dict[int, float] = {}
+        for word in set(_WORD.findall(question.lower())):
+            posting = self.postings.get(word)
+            if not posting:
+                continue
+            self.postings_read += len(posting)
+            idf = math.log(1 + (lines - len(posting) + 0.5) / (len(posting) + 0.5))
+            for code, tf in posting.items():
+                norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * self.length[code] / average)
+                out[code] = out.get(code, 0.0) + idf * tf * (BM25_K1 + 1) / norm
+        return out
