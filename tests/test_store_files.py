@@ -7,6 +7,7 @@ session tables, a file holding a newer session schema gets no fact tables, and s
 Checked through ``open_assistant(db=...)`` and the terminal chat (``python -m helpers chat --db <file>``).
 """
 import hashlib
+import json
 import sqlite3
 from contextlib import closing
 
@@ -15,9 +16,10 @@ import pytest
 from helpers.app.assistant import open_assistant
 from helpers.app.terminal_chat import main
 from helpers.core.errors import WorkshopError
-from helpers.facts.fact_store import MIGRATIONS as FACT_MIGRATIONS, FactStoreError, SQLiteFactStore
+from helpers.facts.fact_store import MIGRATIONS as FACT_MIGRATIONS_SQLITE, FactStoreError, SQLiteFactStore
 from helpers.facts.writer import FactMemory
-from helpers.sessions.session_store import MIGRATIONS as SESSION_MIGRATIONS, SQLiteSessionStore, SessionStoreError
+from helpers.sessions.session_store import (MIGRATIONS as SESSION_MIGRATIONS_SQLITE, SQLiteSessionStore,
+                                            SessionStoreError)
 
 
 def digest(path):
@@ -41,14 +43,14 @@ def run(path, *statements):
 def newer_facts(path):
     """Only the fact tables, at a fact schema above this code's."""
     FactMemory.open(str(path)).close()
-    run(path, f"INSERT INTO schema_migrations VALUES ({FACT_MIGRATIONS[-1][0] + 1}, 'later', '2030-01-01')")
+    run(path, f"INSERT INTO schema_migrations VALUES ({FACT_MIGRATIONS_SQLITE[-1][0] + 1}, 'later', '2030-01-01')")
     return "fact schema"
 
 
 def newer_sessions(path):
     """Only the session tables, at a session schema above this code's."""
     SQLiteSessionStore(path).close()
-    run(path, f"INSERT INTO session_schema VALUES ({SESSION_MIGRATIONS[-1][0] + 1}, 'later', '2030-01-01')")
+    run(path, f"INSERT INTO session_schema VALUES ({SESSION_MIGRATIONS_SQLITE[-1][0] + 1}, 'later', '2030-01-01')")
     return "session schema"
 
 
@@ -140,3 +142,36 @@ def test_each_store_accepts_the_other_stores_file(tmp_path):
     with open_assistant(db=str(path)) as assistant:
         assert assistant is not None
     assert {"sessions", "session_turns", "facts", "audit"} <= tables(path)
+
+
+# The text of every migration, per store and dialect, as databases have already run it. A migration never
+# changes once released (a table change is a new migration), so an edit of the shared table definitions
+# (``session_migrations``, ``fact_migrations``) that alters one dialect's SQL fails here.
+PINNED_MIGRATIONS = {
+    "facts on SQLite": "c5eaf173d14e74afb3c9dd7b1d404e38cdaaa3808a554e18c1fedd5ad93fe149",
+    "facts on PostgreSQL": "56ee91e0b127f0b47a72bd4193c1b5882615801a44fbc8cd9285a92430c22ac7",
+    "sessions on SQLite": "9c9eef46967a616b2a7b4ea80955fdbd2039482fb84d75face502b066b87df4e",
+    "sessions on PostgreSQL": "5a4daee9ca10cd840dc9839e16d7757d56370fdf94eaff4093656c7b263cca57",
+}
+
+
+def migrations_by_store():
+    from helpers.facts.fact_store_pg import FACT_MIGRATIONS
+    from helpers.sessions.session_store_pg import SESSION_MIGRATIONS
+
+    return {"facts on SQLite": FACT_MIGRATIONS_SQLITE, "facts on PostgreSQL": FACT_MIGRATIONS,
+            "sessions on SQLite": SESSION_MIGRATIONS_SQLITE, "sessions on PostgreSQL": SESSION_MIGRATIONS}
+
+
+def test_released_migrations_keep_their_exact_text():
+    pytest.importorskip("psycopg")  # the PostgreSQL modules import it
+    found = {name: hashlib.sha256(json.dumps(m).encode()).hexdigest() for name, m in migrations_by_store().items()}
+    assert found == PINNED_MIGRATIONS
+
+
+def test_both_dialects_list_the_same_migrations():
+    pytest.importorskip("psycopg")
+    found = migrations_by_store()
+    for store in ("facts", "sessions"):
+        sqlite, postgres = found[f"{store} on SQLite"], found[f"{store} on PostgreSQL"]
+        assert [m[:2] for m in sqlite] == [m[:2] for m in postgres]

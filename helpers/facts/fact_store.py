@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import ContextManager, Iterator, Protocol, Sequence
 
 from helpers.core.errors import WorkshopError
-from helpers.core.migrations import Migration, apply_migrations
+from helpers.core.migrations import SQLITE, Dialect, Migration, apply_migrations
 
 ACTIVE, SUPERSEDED, CONFLICT, INELIGIBLE = "active", "superseded", "conflict", "ineligible"
 SOURCE_KINDS = ("user", "tool", "assistant")
@@ -181,58 +181,58 @@ class FactStore(Protocol):
         """Release connections."""
 
 
-# SQLite's dialect (INTEGER ids, WITHOUT ROWID); helpers.facts.fact_store_pg lists the same tables with
-# PostgreSQL's types, a sequence for ids and byte-order ("C") text sorting. Each backend writes its own out
-# on purpose: a migration is the exact SQL databases have already run and must never change, so neither
-# comes from a shared template that an edit for one dialect could alter. A table change is a new migration
-# in both files.
-MIGRATIONS: tuple[Migration, ...] = (
-    (1, "create facts, provenance and audit", (
-        """CREATE TABLE facts (
-            id INTEGER PRIMARY KEY,
-            user_id TEXT NOT NULL,
-            subject TEXT NOT NULL,
-            attribute TEXT NOT NULL,
-            slot TEXT NOT NULL,
+def fact_migrations(d: Dialect, first: tuple[str, ...] = ()) -> tuple[Migration, ...]:
+    """The fact tables in dialect ``d``: ``SQLITE`` here, ``POSTGRES`` in ``helpers.facts.fact_store_pg`` (whose
+    ids come from a sequence it creates ``first``). Applied migrations never change (tests pin each dialect's
+    text); a table change is a new migration."""
+    return (
+        (1, "create facts, provenance and audit", (
+            *first,
+            f"""CREATE TABLE facts (
+            id {d.big_int} PRIMARY KEY,
+            user_id {d.key_text} NOT NULL,
+            subject {d.key_text} NOT NULL,
+            attribute {d.key_text} NOT NULL,
+            slot {d.key_text} NOT NULL,
             value TEXT NOT NULL,
             value_key TEXT NOT NULL,
             status TEXT NOT NULL,
-            superseded_by INTEGER,
+            superseded_by {d.big_int},
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL)""",
-        "CREATE INDEX facts_by_key ON facts (user_id, subject, attribute, slot)",
-        """CREATE TABLE provenance (
-            fact_id INTEGER NOT NULL REFERENCES facts(id) DEFERRABLE INITIALLY DEFERRED,
-            source_id TEXT NOT NULL,
+            "CREATE INDEX facts_by_key ON facts (user_id, subject, attribute, slot)",
+            f"""CREATE TABLE provenance (
+            fact_id {d.big_int} NOT NULL REFERENCES facts(id) DEFERRABLE INITIALLY DEFERRED,
+            source_id {d.key_text} NOT NULL,
             source_kind TEXT NOT NULL,
-            source_version INTEGER NOT NULL,
+            source_version {d.big_int} NOT NULL,
             evidence TEXT NOT NULL,
-            recorded_at TEXT NOT NULL,
+            recorded_at {d.key_text} NOT NULL,
             withdrawn_at TEXT,
-            PRIMARY KEY (fact_id, source_id)) WITHOUT ROWID""",
-        """CREATE TABLE audit (
-            id INTEGER PRIMARY KEY,
-            user_id TEXT NOT NULL,
+            PRIMARY KEY (fact_id, source_id)){d.table_suffix}""",
+            f"""CREATE TABLE audit (
+            id {d.identity},
+            user_id {d.key_text} NOT NULL,
             subject TEXT NOT NULL,
             attribute TEXT NOT NULL,
             value TEXT NOT NULL,
             source_id TEXT NOT NULL,
             source_kind TEXT NOT NULL,
-            source_version INTEGER,
+            source_version {d.big_int},
             outcome TEXT NOT NULL,
             reason TEXT NOT NULL,
-            fact_id INTEGER,
+            fact_id {d.big_int},
             support INTEGER NOT NULL,
             decided_at TEXT NOT NULL)""",
-        "CREATE INDEX audit_by_user ON audit (user_id, id)",
-    )),
-    (2, "create source_versions", (
-        """CREATE TABLE source_versions (
-            user_id TEXT NOT NULL,
-            source_id TEXT NOT NULL,
-            last_version INTEGER NOT NULL,
-            PRIMARY KEY (user_id, source_id)) WITHOUT ROWID""",
-        """INSERT INTO source_versions (user_id, source_id, last_version)
+            "CREATE INDEX audit_by_user ON audit (user_id, id)",
+        )),
+        (2, "create source_versions", (
+            f"""CREATE TABLE source_versions (
+            user_id {d.key_text} NOT NULL,
+            source_id {d.key_text} NOT NULL,
+            last_version {d.big_int} NOT NULL,
+            PRIMARY KEY (user_id, source_id)){d.table_suffix}""",
+            """INSERT INTO source_versions (user_id, source_id, last_version)
             SELECT user_id, source_id, MAX(version) FROM (
                 SELECT f.user_id AS user_id, p.source_id AS source_id, p.source_version AS version
                     FROM provenance p JOIN facts f ON f.id = p.fact_id
@@ -240,14 +240,18 @@ MIGRATIONS: tuple[Migration, ...] = (
                 SELECT user_id, source_id, source_version FROM audit
                     WHERE source_version IS NOT NULL AND outcome <> 'rejected') AS recorded
             GROUP BY user_id, source_id""",
-    )),
-)
+        )),
+    )
+
+
+MIGRATIONS = fact_migrations(SQLITE)  # this module's dialect: INTEGER ids, WITHOUT ROWID, SQLite's text order
 
 SCHEMA_TABLE = "schema_migrations"  # which MIGRATIONS a file has had: (version, name, applied_at)
 _SCHEMA_COLUMNS = ["version", "name", "applied_at"]
 # Every table the fact store creates (MIGRATIONS and SCHEMA_TABLE): a file holding only these is the workshop's,
 # and another of its stores may share it (the session store reads this to accept such a file).
-FACT_STORE_TABLES = frozenset({SCHEMA_TABLE, "facts", "provenance", "audit", "source_versions"})
+OWNED_TABLES = ("facts", "provenance", "audit", "source_versions")  # what MIGRATIONS create, in that order
+FACT_STORE_TABLES = frozenset({SCHEMA_TABLE, *OWNED_TABLES})
 # The workshop's other stores that may keep their tables in a fact store's file (notebook 12 keeps sessions and
 # facts in one), each recognised by its own schema table: schema table -> every table that store creates. Each
 # store registers its own (``share_file_with``; the session store does when ``helpers.sessions.session_store`` is

@@ -14,73 +14,18 @@ from typing import Any, Iterator, Sequence
 import psycopg
 from psycopg import pq
 
-from helpers.facts.fact_store import (READ_AUDIT_SQL, REJECTED_VERSIONS_SQL, SELECT_FACTS, AuditEntry, Changes,
-                                 FactStoreError, LockKey, StoredFact, facts_by_key, facts_from_rows, read_facts_sql,
-                                 save_changes, version_after)
+from helpers.facts.fact_store import (OWNED_TABLES, READ_AUDIT_SQL, REJECTED_VERSIONS_SQL, SCHEMA_TABLE,
+                                      SELECT_FACTS, AuditEntry, Changes, FactStoreError, LockKey, StoredFact,
+                                      fact_migrations, facts_by_key, facts_from_rows, read_facts_sql, save_changes,
+                                      version_after)
+from helpers.core.migrations import POSTGRES
 from helpers.core.postgres import Connections, lock_id, migrate, schema_version
 
 _ID_BLOCK = 16  # fact ids fetched from the sequence per round trip
 
 # The tables of helpers.facts.fact_store in PostgreSQL's dialect: BIGINT ids from a sequence, COLLATE "C" so
-# text sorts byte by byte as in SQLite, and no WITHOUT ROWID (a SQLite storage option). Kept apart from
-# SQLite's on purpose (helpers.facts.fact_store says why): applied migrations never change.
-FACT_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (1, "create facts, provenance and audit", (
-        "CREATE SEQUENCE fact_ids",
-        """CREATE TABLE facts (
-            id BIGINT PRIMARY KEY,
-            user_id TEXT COLLATE "C" NOT NULL,
-            subject TEXT COLLATE "C" NOT NULL,
-            attribute TEXT COLLATE "C" NOT NULL,
-            slot TEXT COLLATE "C" NOT NULL,
-            value TEXT NOT NULL,
-            value_key TEXT NOT NULL,
-            status TEXT NOT NULL,
-            superseded_by BIGINT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL)""",
-        "CREATE INDEX facts_by_key ON facts (user_id, subject, attribute, slot)",
-        """CREATE TABLE provenance (
-            fact_id BIGINT NOT NULL REFERENCES facts (id) DEFERRABLE INITIALLY DEFERRED,
-            source_id TEXT COLLATE "C" NOT NULL,
-            source_kind TEXT NOT NULL,
-            source_version BIGINT NOT NULL,
-            evidence TEXT NOT NULL,
-            recorded_at TEXT COLLATE "C" NOT NULL,
-            withdrawn_at TEXT,
-            PRIMARY KEY (fact_id, source_id))""",
-        """CREATE TABLE audit (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            user_id TEXT COLLATE "C" NOT NULL,
-            subject TEXT NOT NULL,
-            attribute TEXT NOT NULL,
-            value TEXT NOT NULL,
-            source_id TEXT NOT NULL,
-            source_kind TEXT NOT NULL,
-            source_version BIGINT,
-            outcome TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            fact_id BIGINT,
-            support INTEGER NOT NULL,
-            decided_at TEXT NOT NULL)""",
-        "CREATE INDEX audit_by_user ON audit (user_id, id)",
-    )),
-    (2, "create source_versions", (
-        """CREATE TABLE source_versions (
-            user_id TEXT COLLATE "C" NOT NULL,
-            source_id TEXT COLLATE "C" NOT NULL,
-            last_version BIGINT NOT NULL,
-            PRIMARY KEY (user_id, source_id))""",
-        """INSERT INTO source_versions (user_id, source_id, last_version)
-            SELECT user_id, source_id, MAX(version) FROM (
-                SELECT f.user_id AS user_id, p.source_id AS source_id, p.source_version AS version
-                    FROM provenance p JOIN facts f ON f.id = p.fact_id
-                UNION ALL
-                SELECT user_id, source_id, source_version FROM audit
-                    WHERE source_version IS NOT NULL AND outcome <> 'rejected') AS recorded
-            GROUP BY user_id, source_id""",
-    )),
-)
+# text sorts byte by byte as in SQLite, and no WITHOUT ROWID (a SQLite storage option).
+FACT_MIGRATIONS = fact_migrations(POSTGRES, first=("CREATE SEQUENCE fact_ids",))
 
 # The next version of a source in one statement: the row's lock makes two callers take turns. The CASE keeps
 # the arithmetic in range: at the largest BIGINT it gives a value version_after refuses.
@@ -131,8 +76,7 @@ class PostgresFactStore:
     def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
         self._conns = Connections(dsn, schema, FactStoreError, connect_timeout)
         self.where = self._conns.where
-        migrate(self._conns, "schema_migrations", FACT_MIGRATIONS,
-                ("facts", "provenance", "audit", "source_versions"))
+        migrate(self._conns, SCHEMA_TABLE, FACT_MIGRATIONS, OWNED_TABLES)
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_PGFactTransaction]:
@@ -189,7 +133,7 @@ class PostgresFactStore:
 
     def schema_version(self) -> int:
         """The highest fact migration applied."""
-        return schema_version(self._conns, "schema_migrations")
+        return schema_version(self._conns, SCHEMA_TABLE)
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""

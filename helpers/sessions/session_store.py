@@ -25,7 +25,8 @@ for all of them:
   and the id checks;
 * ``helpers.sessions.encoding``: a snapshot (or what changed since the stored revision) as rows, and back;
   recall vectors as rows; text any database can hold (``storable_text``);
-* ``helpers.sessions.store_sql``: the SQL of a save, ``load``, ``fork`` and ``restore``, shared by both backends;
+* ``helpers.sessions.store_sql``: the tables (in each backend's dialect) and the SQL of a save, ``load``,
+  ``fork`` and ``restore``, shared by both backends;
 * ``helpers.core.dsn``: ``redact_dsn``, which keeps database passwords out of messages;
 * here: the SQLite backend and its migrations. ``helpers.sessions.session_store_pg`` has the PostgreSQL one
   (the same schema, for deployments with many processes); ``PersistentSession``
@@ -51,10 +52,11 @@ from typing import Any, Iterator, Sequence
 from helpers.core.clock import now
 from helpers.core.dsn import redact_dsn
 from helpers.core.ids import MAX_ID_CHARS
-from helpers.core.migrations import apply_migrations
+from helpers.core.migrations import SQLITE, apply_migrations
 from helpers.facts.fact_store import FACT_STORE_TABLES, share_file_with  # the fact store's own tables
-from helpers.sessions.store_sql import SCHEMA_TABLE, SessionStoreBase, check_fork, restore
-from helpers.sessions.encoding import (VECTOR_COLUMNS, altered_turns, EncodedChanges, EncodedSession, decode_state, encode_changes,
+from helpers.sessions.store_sql import (DELETE_SQL, LIST_SQL, LOAD_SQL, SCHEMA_TABLE, SESSION_TABLES,
+                                        SessionStoreBase, check_fork, restore, session_migrations)
+from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, decode_state, encode_changes,
                                        encode_state, encode_vectors, has_lone_surrogates, import_stored_vectors,
                                        pieces_digest, recall_index, storable_text)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionDamagedError, SessionInfo, SessionNotFoundError,
@@ -72,56 +74,13 @@ __all__ = [  # what notebooks, tests and the other modules import from here
 
 # Every table this store creates (MIGRATIONS and SCHEMA_TABLE). A fact store's file may hold them too: the
 # fact store learns them here, since it may not import this layer.
-SESSION_STORE_TABLES = frozenset({SCHEMA_TABLE, "sessions", "session_turns", "recall_vectors"})
+SESSION_STORE_TABLES = frozenset({SCHEMA_TABLE, *SESSION_TABLES})
 share_file_with(SCHEMA_TABLE, SESSION_STORE_TABLES)
 # SQLite result codes that mean "you may not write here", not "the file is damaged".
 _NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (1, "create sessions and session_turns", (
-        """CREATE TABLE sessions (
-            user_id TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            revision INTEGER NOT NULL,
-            header TEXT NOT NULL,
-            title TEXT NOT NULL,
-            turns INTEGER NOT NULL,
-            dropped INTEGER NOT NULL,
-            forked_from TEXT,
-            forked_at INTEGER,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            PRIMARY KEY (user_id, session_id))""",
-        """CREATE TABLE session_turns (
-            user_id TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            turn_id INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            question TEXT NOT NULL,
-            body TEXT NOT NULL,
-            digest TEXT NOT NULL,
-            PRIMARY KEY (user_id, session_id, turn_id),
-            FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
-    )),
-    (2, "store recall vectors beside the turns", (
-        """CREATE TABLE recall_vectors (
-            user_id TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            turn_id INTEGER NOT NULL,
-            model TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            source TEXT NOT NULL,
-            vector BLOB NOT NULL,
-            PRIMARY KEY (user_id, session_id, turn_id),
-            FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
-                ON DELETE CASCADE)""",
-    )),
-    (3, "headers stop listing dropped and recorded turns: the turn rows say it, so a save writes only what changed",
-     ()),  # no table changes: older code must not read these headers, so it is refused as a newer schema
-    (4, "turn rows carry what the memory keeps of each turn; the header keeps only the memory's shared part",
-     ()),  # no table changes: older code would lose the per-turn memory, so it is refused as a newer schema
-)
+MIGRATIONS = session_migrations(SQLITE)  # the tables, written once in store_sql for both backends
 
 
 # ---------------------------------------------------------------- SQLite
@@ -352,12 +311,7 @@ class SQLiteSessionStore(SessionStoreBase):
             conn = self._connection()
             try:
                 conn.execute("BEGIN")
-                rows = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = ? AND "
-                                    "session_id = ?", (user_id, session_id)).fetchall()
-                turn_rows = conn.execute("SELECT turn_id, body, digest FROM session_turns WHERE user_id = ? AND "
-                                         "session_id = ?", (user_id, session_id)).fetchall()
-                vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = ? AND "
-                                       "session_id = ?", (user_id, session_id)).fetchall()
+                rows, turn_rows, vectors = (conn.execute(sql, (user_id, session_id)).fetchall() for sql in LOAD_SQL)
             except sqlite3.DatabaseError as err:
                 raise SessionStoreError(f"reading {self.path} failed ({err}); "
                                         "the file may be damaged") from None
@@ -366,17 +320,13 @@ class SQLiteSessionStore(SessionStoreBase):
                     conn.execute("COMMIT")
         if not rows:
             raise self._not_found(user_id, session_id, self.path)
-        name = f"session {user_id}/{session_id} in {self.path}"
-        bodies = {turn_id: body for turn_id, body, _ in turn_rows}
-        state = decode_state(rows[0][-1], bodies, name)
-        altered = altered_turns(bodies, {turn_id: digest for turn_id, _, digest in turn_rows})
-        return StoredSession(SessionInfo(*rows[0][:-1]), state, tuple(vectors), altered)
+        return self._stored(SessionInfo(*rows[0][:-1]), rows[0][-1], turn_rows, vectors,
+                            f"session {user_id}/{session_id} in {self.path}")
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
         user_id = check_user_id(user_id)
-        rows = self._read(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = ? "
-                          "ORDER BY updated_at DESC, session_id", (user_id,))
+        rows = self._read(LIST_SQL, (user_id,))
         return [SessionInfo(*row) for row in rows]
 
     def delete(self, user_id: str, session_id: str) -> bool:
@@ -384,8 +334,7 @@ class SQLiteSessionStore(SessionStoreBase):
         user_id, session_id = check_ids(user_id, session_id)
         try:
             with self._transaction() as conn:
-                return conn.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?",
-                                    (user_id, session_id)).rowcount > 0
+                return conn.execute(DELETE_SQL, (user_id, session_id)).rowcount > 0
         except sqlite3.DatabaseError as err:
             raise SessionStoreError(f"deleting {user_id}/{session_id} from {self.path} failed "
                                     f"and was rolled back ({err}); retry") from None
@@ -400,7 +349,3 @@ class SQLiteSessionStore(SessionStoreBase):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-_INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
-                 "forked_at")

@@ -3,9 +3,9 @@
 Everything built on the protocol (``PersistentSession``, the chat UI, the terminal chat) runs unchanged.
 A save takes an advisory lock on ``(user_id, session_id)`` and writes the header, the changed turn
 rows and the recall vectors not stored yet (float32 bytes in a BYTEA) in one transaction; a load reads
-them in one REPEATABLE READ snapshot. The table definitions repeat the SQLite ones in
-``helpers.sessions.session_store`` with PostgreSQL's types and ``COLLATE "C"`` (so both backends sort alike):
-the dialects differ, so each keeps its own.
+them in one REPEATABLE READ snapshot. The tables and the SQL of a save, a load and a listing are written once,
+in ``helpers.sessions.store_sql``: here in PostgreSQL's dialect (``POSTGRES``: its types, and ``COLLATE "C"``
+so both backends sort alike).
 
 PostgreSQL text cannot hold NUL, which SQLite stores. The turn JSON escapes it (``\\u0000``); the two
 plain-text columns that may hold it, ``sessions.title`` and ``session_turns.question``, are written
@@ -22,61 +22,15 @@ import psycopg
 from helpers.core.clock import now
 from helpers.core.dsn import redact_dsn
 from helpers.core.postgres import Connections, lock_id, migrate, schema_version
-from helpers.sessions.store_sql import SCHEMA_TABLE, SessionStoreBase
-from helpers.sessions.encoding import VECTOR_COLUMNS, EncodedChanges, EncodedSession, altered_turns, decode_state
+from helpers.core.migrations import POSTGRES
+from helpers.sessions.store_sql import (DELETE_SQL, INFO_COLUMNS, LIST_SQL, LOAD_SQL, SCHEMA_TABLE,
+                                        SESSION_TABLES, SessionStoreBase, session_migrations)
+from helpers.sessions.encoding import EncodedChanges, EncodedSession
 from helpers.sessions.protocol import SessionInfo, SessionStoreError, StoredSession, check_ids, check_user_id
 
-SESSION_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (1, "create sessions and session_turns", (
-        """CREATE TABLE sessions (
-            user_id TEXT COLLATE "C" NOT NULL,
-            session_id TEXT COLLATE "C" NOT NULL,
-            revision BIGINT NOT NULL,
-            header TEXT NOT NULL,
-            title TEXT NOT NULL,
-            turns INTEGER NOT NULL,
-            dropped INTEGER NOT NULL,
-            forked_from TEXT,
-            forked_at INTEGER,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            PRIMARY KEY (user_id, session_id))""",
-        """CREATE TABLE session_turns (
-            user_id TEXT COLLATE "C" NOT NULL,
-            session_id TEXT COLLATE "C" NOT NULL,
-            turn_id INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            question TEXT NOT NULL,
-            body TEXT NOT NULL,
-            digest TEXT NOT NULL,
-            PRIMARY KEY (user_id, session_id, turn_id),
-            FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
-    )),
-    (2, "store recall vectors beside the turns", (
-        """CREATE TABLE recall_vectors (
-            user_id TEXT COLLATE "C" NOT NULL,
-            session_id TEXT COLLATE "C" NOT NULL,
-            turn_id INTEGER NOT NULL,
-            model TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            source TEXT NOT NULL,
-            vector BYTEA NOT NULL,
-            PRIMARY KEY (user_id, session_id, turn_id),
-            FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
-                ON DELETE CASCADE)""",
-    )),
-    (3, "headers stop listing dropped and recorded turns: the turn rows say it, so a save writes only what changed",
-     ()),  # no table changes: older code must not read these headers, so it is refused as a newer schema
-    (4, "turn rows carry what the memory keeps of each turn; the header keeps only the memory's shared part",
-     ()),  # no table changes: older code would lose the per-turn memory, so it is refused as a newer schema
-)
+SESSION_MIGRATIONS = session_migrations(POSTGRES)  # the tables, written once in store_sql for both backends
 
-
-
-OWNED_TABLES = ("sessions", "session_turns", "recall_vectors")
-_INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
-                 "forked_at")
-_TITLE = _INFO_COLUMNS.split(", ").index("title")
+_TITLE = INFO_COLUMNS.split(", ").index("title")
 
 # The escape for NUL in text columns: a Unicode noncharacter, itself escaped by doubling, so the
 # mapping is reversible. Text without NUL or this character (all rows written before) is stored as it is.
@@ -99,8 +53,13 @@ def from_pg_text(text: str) -> str:
                            m.group(1) if m.group(1) == PG_ESCAPE else m.group(0), text)
 
 
+def _pg(sql: str) -> str:
+    """Shared SQL (``store_sql``: ``?`` placeholders, no literal ``?``) with psycopg's ``%s`` placeholders."""
+    return sql.replace("?", "%s")
+
+
 def _info(row: tuple) -> SessionInfo:
-    """A listing row (``_INFO_COLUMNS``) as a SessionInfo, its title unescaped."""
+    """A listing row (``INFO_COLUMNS``) as a SessionInfo, its title unescaped."""
     values = list(row)
     values[_TITLE] = from_pg_text(values[_TITLE])
     return SessionInfo(*values)
@@ -122,7 +81,7 @@ class PostgresSessionStore(SessionStoreBase):
         self._conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
         self.where = self._conns.where
         try:
-            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, OWNED_TABLES)
+            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES)
         except psycopg.Error as err:
             self._conns.close()
             raise SessionStoreError(f"preparing the session tables on {self.where} failed "
@@ -159,8 +118,8 @@ class PostgresSessionStore(SessionStoreBase):
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
                 cur = conn.cursor()
-                return work(lambda sql, args: conn.execute(sql.replace("?", "%s"), args),
-                            lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows), at)
+                return work(lambda sql, args: conn.execute(_pg(sql), args),
+                            lambda sql, rows: cur.executemany(_pg(sql), rows), at)
         except psycopg.Error as err:
             raise SessionStoreError(f"saving {user_id}/{session_id} to {self.where} failed "
                                     f"and was rolled back ({self._reason(err)}); "
@@ -173,29 +132,21 @@ class PostgresSessionStore(SessionStoreBase):
         try:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                row = conn.execute(f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE user_id = %s AND "
-                                   "session_id = %s", (user_id, session_id)).fetchone()
-                turn_rows = conn.execute("SELECT turn_id, body, digest FROM session_turns WHERE user_id = %s "
-                                         "AND session_id = %s", (user_id, session_id)).fetchall()
-                vectors = conn.execute(f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = %s AND "
-                                       "session_id = %s", (user_id, session_id)).fetchall()
+                rows, turn_rows, vectors = (conn.execute(_pg(sql), (user_id, session_id)).fetchall()
+                                            for sql in LOAD_SQL)
         except psycopg.Error as err:
             raise SessionStoreError(f"reading {user_id}/{session_id} from {self.where} failed "
                                     f"({self._reason(err)})") from None
-        if row is None:
+        if not rows:
             raise self._not_found(user_id, session_id, self.where)
-        name = f"session {user_id}/{session_id} on {self.where}"
-        bodies = {turn_id: body for turn_id, body, _ in turn_rows}
-        state = decode_state(row[-1], bodies, name)
-        altered = altered_turns(bodies, {turn_id: digest for turn_id, _, digest in turn_rows})
-        return StoredSession(_info(row[:-1]), state, tuple(vectors), altered)
+        return self._stored(_info(rows[0][:-1]), rows[0][-1], turn_rows, vectors,
+                            f"session {user_id}/{session_id} on {self.where}")
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         """One user's sessions, most recently saved first."""
         user_id = check_user_id(user_id)
         try:
-            rows = self._conns.get().execute(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE user_id = %s "
-                                             "ORDER BY updated_at DESC, session_id", (user_id,)).fetchall()
+            rows = self._conns.get().execute(_pg(LIST_SQL), (user_id,)).fetchall()
         except psycopg.Error as err:
             raise SessionStoreError(f"listing {user_id}'s sessions on {self.where} failed "
                                     f"({self._reason(err)})") from None
@@ -208,8 +159,7 @@ class PostgresSessionStore(SessionStoreBase):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
-                return conn.execute("DELETE FROM sessions WHERE user_id = %s AND session_id = %s",
-                                    (user_id, session_id)).rowcount > 0
+                return conn.execute(_pg(DELETE_SQL), (user_id, session_id)).rowcount > 0
         except psycopg.Error as err:
             raise SessionStoreError(f"deleting {user_id}/{session_id} on {self.where} failed "
                                     f"and was rolled back ({self._reason(err)}); retry") from None

@@ -1,8 +1,9 @@
-"""What the SQLite and PostgreSQL session stores share (lesson 11): the writes of a save, load, fork.
+"""What the SQLite and PostgreSQL session stores share (lesson 11): the tables, the writes of a save, load, fork.
 
 A backend (``helpers.sessions.session_store`` on SQLite, ``helpers.sessions.session_store_pg`` on PostgreSQL)
-supplies a transaction (``_transaction_for``), ``load_state`` and its error messages; the SQL of a
-save is written once, here, with ``?`` placeholders. Both kinds of save run in one transaction, so a
+supplies a transaction (``_transaction_for``), ``load_state`` and its error messages; the tables
+(``session_migrations``, in the backend's ``Dialect``) and the SQL of a save, a load and a listing are
+written once, here, with ``?`` placeholders. Both kinds of save run in one transaction, so a
 process killed mid-save leaves the session exactly as the last committed save left it:
 
 * ``save(user, session, snapshot)`` stores a whole snapshot: the header row, and only the turn rows
@@ -19,14 +20,77 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from helpers.core.ids import check_id
+from helpers.core.migrations import Dialect, Migration
 from helpers.chat.chat_session import ChatSession
 from helpers.chat.snapshot import SnapshotChanges, SnapshotError, resume_arguments
-from helpers.sessions.encoding import (EncodedChanges, EncodedSession, VectorRow, check_unaltered, damaged,
-                                       encode_changes, encode_state, import_stored_vectors)
+from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, VectorRow, altered_turns,
+                                       check_unaltered, damaged, decode_state, encode_changes, encode_state,
+                                       import_stored_vectors)
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
                                        SessionIdError, SessionStoreError, StoredSession, check_ids)
 
 SCHEMA_TABLE = "session_schema"  # the migrations table, on both backends
+SESSION_TABLES = ("sessions", "session_turns", "recall_vectors")  # what session_migrations create
+
+
+def session_migrations(d: Dialect) -> tuple[Migration, ...]:
+    """The session tables in dialect ``d`` (``SQLITE`` for ``session_store``, ``POSTGRES`` for ``session_store_pg``).
+
+    Applied migrations never change (tests pin each dialect's text); a table change is a new migration."""
+    return (
+        (1, "create sessions and session_turns", (
+            f"""CREATE TABLE sessions (
+            user_id {d.key_text} NOT NULL,
+            session_id {d.key_text} NOT NULL,
+            revision {d.big_int} NOT NULL,
+            header TEXT NOT NULL,
+            title TEXT NOT NULL,
+            turns INTEGER NOT NULL,
+            dropped INTEGER NOT NULL,
+            forked_from TEXT,
+            forked_at INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id))""",
+            f"""CREATE TABLE session_turns (
+            user_id {d.key_text} NOT NULL,
+            session_id {d.key_text} NOT NULL,
+            turn_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            question TEXT NOT NULL,
+            body TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id) REFERENCES sessions (user_id, session_id) ON DELETE CASCADE)""",
+        )),
+        (2, "store recall vectors beside the turns", (
+            f"""CREATE TABLE recall_vectors (
+            user_id {d.key_text} NOT NULL,
+            session_id {d.key_text} NOT NULL,
+            turn_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            vector {d.blob} NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id),
+            FOREIGN KEY (user_id, session_id, turn_id) REFERENCES session_turns (user_id, session_id, turn_id)
+                ON DELETE CASCADE)""",
+        )),
+        (3, "headers stop listing dropped and recorded turns: the turn rows say it, so a save writes only what "
+            "changed", ()),  # no table changes: older code must not read these headers, so it is refused as newer
+        (4, "turn rows carry what the memory keeps of each turn; the header keeps only the memory's shared part",
+         ()),  # no table changes: older code would lose the per-turn memory, so it is refused as a newer schema
+    )
+
+
+# What a load reads, in one read transaction, and what a listing reads (``?`` placeholders; every backend).
+INFO_COLUMNS = ("user_id, session_id, revision, turns, dropped, title, created_at, updated_at, forked_from, "
+                "forked_at")
+LOAD_SQL = (f"SELECT {INFO_COLUMNS}, header FROM sessions WHERE user_id = ? AND session_id = ?",
+            "SELECT turn_id, body, digest FROM session_turns WHERE user_id = ? AND session_id = ?",
+            f"SELECT {VECTOR_COLUMNS} FROM recall_vectors WHERE user_id = ? AND session_id = ?")
+LIST_SQL = f"SELECT {INFO_COLUMNS} FROM sessions WHERE user_id = ? ORDER BY updated_at DESC, session_id"
+DELETE_SQL = "DELETE FROM sessions WHERE user_id = ? AND session_id = ?"
 
 Work = Callable[[Callable, Callable, str], int]  # (execute, executemany, timestamp) -> new revision
 
@@ -271,6 +335,14 @@ class SessionStoreBase:
             raise ForkError(f"session {user_id}/{new_session_id} already exists; "
                             "choose another new_session_id or delete it first") from None
         return self.load_state(user_id, new_session_id).info
+
+    def _stored(self, info: SessionInfo, header: str, turn_rows: list[tuple], vectors: list[tuple],
+                name: str) -> StoredSession:
+        """A load's rows (``LOAD_SQL``) as the StoredSession; ``name`` says which session, where, in errors."""
+        bodies = {turn_id: body for turn_id, body, _ in turn_rows}
+        state = decode_state(header, bodies, name)
+        altered = altered_turns(bodies, {turn_id: digest for turn_id, _, digest in turn_rows})
+        return StoredSession(info, state, tuple(vectors), altered)
 
     def _not_found(self, user_id: str, session_id: str, where: str) -> SessionNotFoundError:
         known = [s.session_id for s in self.list_sessions(user_id)]  # type: ignore[attr-defined]
