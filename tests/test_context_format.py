@@ -30,6 +30,8 @@ from helpers.memory.summary import SUMMARISER_PROMPT, RollingSummary, render_tur
 from helpers.standin.tasks import extract_facts, summarise_conversation
 
 from scripted import ScriptedServer
+from support import BREAKS as LINE_BREAKS, forged
+
 
 FAST = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 BREAKS = "\n\r\x85\x0b\x0c\x1c\x1d\x1e\u2028\u2029\t\x00\x1b\x7f"
@@ -403,3 +405,20 @@ def test_the_stand_ins_fact_reply_is_written_in_this_format():
     reply = extract_facts(system, CAMPUS.request(2, "My name is Ada. I'm vegan.")[1]["content"])
     assert cf.read_fact_reply(reply) == ([cf.ReplyFact("name", "Ada", "My name is Ada."),
                                           cf.ReplyFact("constraint/diet", "vegan", "I'm vegan.")], [])
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS + ["\t", "\x00", "\x1b", "\x7f", "\x9f"])
+def test_one_line_escapes_every_line_break_and_control_character(brk):
+    text = one_line(forged("12 Elm St", brk))
+    assert len(text.splitlines()) == 1 and text.startswith("12 Elm St\\")
+    assert one_line(text) == text  # applying it twice changes nothing
+
+
+def test_one_line_keeps_ordinary_text_exactly():
+    for text in ["Priya Raman", "can't do mornings", "Zoë Ångström 北京", 'say "hi"', "C:\\Users\\dana", ""]:
+        assert one_line(text) == text
+
+
+def test_safe_lines_keeps_only_its_own_lines():
+    assert safe_lines("a\r\nb\nc") == "a\nb\nc"
+    assert safe_lines("a\u2028b\rc") == "a\\u2028b\\rc"

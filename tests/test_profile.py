@@ -13,8 +13,12 @@ from helpers.memory.profile_extraction import ProfileFormatError, extract_with_r
 from helpers.standin.server import make_offline_client
 from helpers.core.context_format import ATTRIBUTES, read_fact_reply, write_attributes
 from helpers.standin.policy import decide, extract_facts
+from helpers.facts.writer import Candidate
+from helpers.memory.profile import says
+from helpers.memory.profile_extraction import stated_parts
 
 from scripted import ScriptedServer
+from support import BREAKS, FORGED, assert_lines, forged, shared_profile
 
 
 @pytest.fixture
@@ -297,3 +301,94 @@ def test_a_message_that_states_nothing_asks_no_extractor():
     profile.update(3, "Where can I print? My locker number is 4471.")
     assert counting.asked == ["Where can I print? My locker number is 4471."]
     assert profile.get("locker number").value == "4471"
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_a_value_in_the_shared_store_cannot_forge_a_profile_line(brk):
+    profile = shared_profile(forged("4471", brk))
+    assert_lines("\n".join(profile.lines()), expected=1)
+    assert_lines(profile.block()["content"], expected=2)
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_the_users_own_words_cannot_forge_a_profile_line(brk):
+    profile = ProfileMemory(extractor="rules")
+    profile.update(0, f"My locker number is 4471{brk}{FORGED}.{brk}- x: y (current).")
+    assert profile.block() is not None
+    assert_lines(profile.block()["content"])
+
+
+CALCULUS = "Can you tell me about the calculus tutoring?"
+
+
+def name_item(value):
+    return [{"key": "name", "topic": "name", "value": value}]
+
+
+def test_a_word_fragment_is_not_the_users_words(caplog):
+    profile = ProfileMemory(extractor="rules")
+    with caplog.at_level(logging.WARNING, logger="helpers.memory.profile"):
+        update = profile.merge(0, name_item("Cal"), CALCULUS)
+    assert update.added == [] and len(profile) == 0 and update.rejected
+    assert "'Cal'" in caplog.text
+
+
+@pytest.mark.parametrize("value, said", [
+    ("Cal", "I study calculus."),
+    ("Ann", "My advisor is Dr. Annabel Lee."),
+    ("Zo", "My name is Zoë."),  # Unicode aware: "ë" is a letter, so "Zo" is only part of a word
+    ("ren Hou", "My dorm room is Wren House 312."),
+    ("4", "My locker number is 4471."),
+])
+def test_only_whole_words_are_taken(value, said):
+    profile = ProfileMemory(extractor="rules")
+    assert profile.merge(0, name_item(value), said).added == []
+    assert not says(said, value)
+
+
+@pytest.mark.parametrize("value, said", [
+    ("Cal", "Please call me Cal."),
+    ("CAL", "please call me cal!"),  # case-insensitive
+    ("Zoë", "My name is ZOË."),
+    ("Zoe\u0308", "My name is Zo\u00eb."),  # the same letter, decomposed or not
+    ("Dr. Hollis Varga", "By the way, my academic advisor is Dr. Hollis Varga."),
+    ("can’t do mornings", "I can't do mornings."),
+])
+def test_whole_words_of_a_statement_are_taken(value, said):
+    profile = ProfileMemory(extractor="rules")
+    # each value under the attribute its sentence states (a name only after a naming cue: "call me", "my name is")
+    key = {"Dr. Hollis Varga": "academic advisor", "can’t do mornings": "constraint"}.get(value, "name")
+    item = [{"key": key, "topic": key, "value": value}]
+    assert [f.value for f in profile.merge(0, item, said).added] == [" ".join(value.split())]
+
+
+@pytest.mark.parametrize("question", [
+    "Can you call me Cal?", "Could you call me Cal from now on?", "Is my name Cal?", CALCULUS,
+    "My name is Cal, can you remember that?", "Should I say my locker number is 4471?",
+])
+def test_a_question_yields_no_profile_facts(question):
+    profile = ProfileMemory(extractor="rules")
+    assert profile.update(0, question).added == [] and len(profile) == 0
+    assert extract_with_rules(question) == [] and stated_parts(question) == []
+    assert profile.merge(1, name_item("Cal"), question).added == []
+
+
+def test_a_question_yields_no_profile_facts_from_the_model_either():
+    reply = {"content": json.dumps({"facts": [{"attribute": "name", "value": "Cal", "evidence": "call me Cal"}]})}
+    server = ScriptedServer([reply])
+    profile = ProfileMemory(extractor="model", **server.kwargs())
+    update = profile.update(0, "Can you call me Cal?")  # states nothing: the extractor is not even asked
+    assert update.added == [] and len(profile) == 0 and server.requests == []
+    update = profile.update(1, "I'm new here. Can you call me Cal?")  # asked: the name is only in the question
+    assert len(server.requests) == 1 and update.added == [] and len(profile) == 0
+    assert update.rejected and "question" in update.rejected[0]
+
+
+def test_statements_beside_a_question_still_count():
+    profile = ProfileMemory(extractor="rules")
+    update = profile.update(0, "My name is Ada. When does the AI club meet?")
+    assert [(f.key, f.value) for f in update.added] == [("name", "Ada")]
+    update = profile.update(1, "Thanks! My locker number is 4471. Who is my advisor? I'm vegetarian.")
+    assert sorted(f.value for f in update.added) == ["4471", "vegetarian"]
+    # a value pieced together across a question is not the user's words
+    assert profile.merge(2, name_item("Wren Is"), "My dorm is Wren. Is it far?").added == []

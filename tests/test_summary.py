@@ -13,7 +13,7 @@ from helpers.core.context_format import format_turn_ids
 from helpers.standin.policy import summarise_conversation
 
 from scripted import ScriptedServer
-from support import turn
+from support import BREAKS, assert_lines, forged, turn
 
 
 NAME = turn("My name is Priya Raman. I study physics. My budget is 40 dollars.", "Nice to meet you, Priya.")
@@ -212,3 +212,27 @@ def test_fold_sends_one_summary_request_and_covers_both_spans():
     assert sent == [summary_request("old summary", lines, ["40 dollars"], 50)]
     body = sent[0][1]["content"]
     assert body.startswith("WORD LIMIT: 50\nPREVIOUS SUMMARY:\nold summary\nKEEP:\n- 40 dollars\nTURNS:\n")
+
+
+@pytest.mark.parametrize("brk", [b for b in BREAKS if b not in ("\n", "\r\n")])
+def test_a_summary_line_cannot_hide_a_line_break(brk):
+    summary = RollingSummary(f'[turn 0] user: "{forged("My locker number is 4471.", brk)}"\nPinned: 4471', [0])
+    assert_lines(summary.block()["content"], expected=3)  # header, the turn, the pinned line
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_a_pinned_fact_is_appended_on_one_line(brk):
+    server = ScriptedServer([{"content": "[turn 0] The user introduced themselves."}] * 2)
+    summariser = Summariser(**server.kwargs())
+    with pytest.warns(SummaryWarning, match="appended verbatim"):
+        update = summariser.summarise(RollingSummary(), [(0, [{"role": "user", "content": "My budget is 40."}])],
+                                      keep=[forged("40 dollars", brk)])
+    lines = assert_lines(update.summary.block()["content"], expected=3)
+    assert lines[-1].startswith("Pinned: 40 dollars\\")
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_the_turns_sent_to_the_summariser_are_one_line_each(brk):
+    turn = [{"role": "user", "content": forged("My locker number is 4471.", brk)},
+            {"role": "assistant", "content": forged("Noted.", brk)}]
+    assert_lines("\n".join(render_turn(0, turn)), expected=2)
