@@ -77,3 +77,31 @@ def keyed(request, monkeypatch, tmp_path):
         return load_settings("nim"), NIM_KEY
     monkeypatch.setenv("WORKSHOP_API_KEY", SECRET)
     return load_settings("openai-compatible", base_url="http://echo.test/v1"), SECRET
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request):
+    """Each storage backend in turn (the PostgreSQL rows need ``bash tests/setup_postgres.sh``: they skip
+    without a server, and fail instead with ``WORKSHOP_REQUIRE_POSTGRES=1``)."""
+    return request.param
+
+
+@pytest.fixture
+def sessions(backend, tmp_path):
+    """A session store on ``backend``, closed afterwards."""
+    from support import session_store
+
+    store = session_store(backend, tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def facts(backend, tmp_path):
+    """A fact memory over a fact store on the same ``backend`` as ``sessions``, closed afterwards."""
+    from helpers.facts.writer import FactMemory
+    from support import fact_store
+
+    memory = FactMemory(fact_store(backend, tmp_path))
+    yield memory
+    memory.close()

@@ -3,11 +3,17 @@ import json
 import traceback
 
 import httpx2
+import openai
 
 from helpers.core import tokens
 from helpers.llm.client import make_client
 from helpers.facts.writer import AttributeSpec, Candidate, FactMemory
 from helpers.memory.profile import ProfileMemory
+from helpers.standin.server import _check_chat_request, _error_response, _RequestError
+from helpers.sessions.session_store import SQLiteSessionStore
+from helpers.facts.fact_store import SQLiteFactStore
+from helpers.chat.chat_session import ChatSession
+from helpers.llm.config import load_settings
 
 
 SECRET = "sk-echo-" + "s3cret" * 4  # a key a server echoes back (openai-compatible backend)
@@ -100,3 +106,61 @@ def shared_profile(value: str) -> ProfileMemory:
     decision = store.write(Candidate("dana", "user", "locker number", value, "form:registrar", "tool", 1))
     assert decision.outcome == "insert", decision
     return ProfileMemory(facts=store, user_id="dana", extractor="rules")
+
+
+def session_store(backend, tmp_path):
+    """A session store on ``backend`` ("sqlite" or "postgres", in a scratch schema)."""
+    if backend == "sqlite":
+        return SQLiteSessionStore(tmp_path / "sessions.db")
+    from helpers.sessions.session_store_pg import PostgresSessionStore
+    from test_postgres import pg_dsn, scratch_schema  # PostgreSQL rows skip without a server
+
+    return PostgresSessionStore(pg_dsn(), schema=scratch_schema(tmp_path, "ids_s_"))
+
+
+def fact_store(backend, tmp_path):
+    """A fact store on ``backend`` ("sqlite" or "postgres", in a scratch schema)."""
+    if backend == "sqlite":
+        return SQLiteFactStore(str(tmp_path / "facts.db"))
+    from helpers.facts.fact_store_pg import PostgresFactStore
+    from test_postgres import pg_dsn, scratch_schema
+
+    return PostgresFactStore(pg_dsn(), schema=scratch_schema(tmp_path, "ids_f_"))
+
+
+class RawServer:
+    """Replies with scripted assistant texts, JSON-escaped, so a reply may hold what UTF-8 cannot (a lone surrogate)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.requests = []
+
+    def handle(self, request):
+        body = json.loads(request.content)
+        self.requests.append(body)
+        try:
+            _check_chat_request(body)
+        except _RequestError as err:
+            return _error_response(err)
+        prompt = tokens.count_request(body["messages"], body.get("tools"))
+        reply = {"id": "chatcmpl-raw", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": self.replies.pop(0)},
+                              "logprobs": None, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}}
+        return httpx2.Response(200, content=json.dumps(reply, ensure_ascii=True).encode("ascii"),
+                               headers={"content-type": "application/json"})
+
+    def kwargs(self):
+        client = openai.OpenAI(api_key="x", base_url="http://raw/v1", max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)))
+        return {"client": client, "settings": load_settings("offline")}
+
+
+def a_session(**kwargs):
+    session = ChatSession(**kwargs)
+    session.chat("When does the AI club meet?")
+    return session
+
+
+def said(user, value="morning", version=1):
+    return Candidate(user, "user", "delivery_window", value, "chat:u", "user", version)

@@ -1,9 +1,15 @@
-"""A turn's facts commit with the turn, or not at all (security issue, item 5).
+"""PersistentSession (helpers/sessions/persistent.py): a turn's facts commit with the turn, or not at all; a reply
+holding a lone surrogate is stored (as U+FFFD) and later turns work; ``open(..., system_prompt=X)`` resumes, and
+so does ``fork()``; wrong arguments are reported as wrong arguments, never as damaged data.
 
 Notebook 12's setup: the session store and the fact store share one SQLite file; the session's
 memory is a MemoryAssembler whose ProfileMemory writes to that shared FactMemory. When a second
 window saved first, the turn is refused ("Not saved: ... rolled back") - and so must be its facts.
+The ``sessions`` rows run on SQLite and PostgreSQL (conftest.py).
 """
+import json
+import sqlite3
+
 import pytest
 
 from helpers.facts.writer import FactMemory
@@ -12,6 +18,11 @@ from helpers.memory.profile import ProfileMemory
 from helpers.chat.chat_session import ChatSession
 from helpers.sessions.persistent import PersistentSession
 from helpers.sessions.session_store import SessionSaveError, SessionStoreError, SQLiteSessionStore
+from helpers.core.errors import ConfigError
+from helpers.sessions.session_store import SessionNotFoundError
+
+from support import RawServer
+
 
 USER, SESSION = "ada", "campus"
 
@@ -168,3 +179,70 @@ def test_when_the_change_cannot_be_taken_back_this_copy_keeps_it_and_writes_its_
     assert locker_values(facts) == [] and a.memory.profile.pending
     a.chat("When is the library open?")                       # the next saved change writes them
     assert locker_values(facts) == ["9999"] and not a.memory.profile.pending
+
+
+def test_a_reply_with_a_lone_surrogate_is_saved_and_later_turns_work(sessions):
+    server = RawServer(["Fridays\ud800 at 6pm.", "Room 12."])
+    session = PersistentSession.open(sessions, "ada", "s1", **server.kwargs())
+    answer = session.chat("When does the AI club meet?")
+    assert answer == "Fridays\ufffd at 6pm."
+    assert session.revision == 1 and session.session.turns[0].answer == answer
+    assert session.chat("Where?") == "Room 12."  # the next request carries storable text
+    assert "\ud800" not in json.dumps(server.requests[-1], ensure_ascii=False)
+    stored = sessions.load_state("ada", "s1")
+    assert stored.info.revision == 2 and stored.state == session.snapshot()  # memory and store agree
+    assert stored.state["messages"][1]["content"] == "Fridays\ufffd at 6pm."
+
+
+PROMPT = "You are the Larkspur campus assistant. Answer in one sentence."
+
+
+def test_reopening_with_the_same_system_prompt_resumes(sessions):
+    first = PersistentSession.open(sessions, "ada", "s1", system_prompt=PROMPT)
+    first.chat("When does the AI club meet?")
+    first.chat("How many days until that?")
+    again = PersistentSession.open(sessions, "ada", "s1", system_prompt=PROMPT)
+    assert again.resumed and again.session.turn_ids == [0, 1] and again.session.system_prompt == PROMPT
+    assert again.session.messages[0] == {"role": "system", "content": PROMPT}
+    branch = again.fork(1, "branch")
+    assert branch.session.turn_ids == [0] and branch.session.system_prompt == PROMPT
+    assert sessions.load("ada", "s1", system_prompt=PROMPT).turn_ids == [0, 1]
+    assert PersistentSession.open(sessions, "ada", "s1").session.system_prompt == PROMPT  # omitted: the stored one
+
+
+def test_a_different_system_prompt_on_reopen_is_a_clear_argument_error(sessions):
+    PersistentSession.open(sessions, "ada", "s1", system_prompt=PROMPT).chat("When does the AI club meet?")
+    with pytest.raises(ConfigError, match=r"system_prompt.*differs from the one ada/s1 was started with") as caught:
+        PersistentSession.open(sessions, "ada", "s1", system_prompt="Be terse.")
+    assert "damaged" not in str(caught.value) and not isinstance(caught.value, SessionStoreError)
+    with pytest.raises(ConfigError, match="system_prompt"):
+        ChatSession.from_snapshot(sessions.load_state("ada", "s1").state, system_prompt="Be terse.")
+
+
+def test_wrong_arguments_are_not_blamed_on_the_stored_data(sessions):
+    PersistentSession.open(sessions, "ada", "s1").chat("When does the AI club meet?")
+    with pytest.raises(TypeError, match="colour") as caught:
+        PersistentSession.open(sessions, "ada", "s1", colour="red")
+    assert not isinstance(caught.value, SessionStoreError)
+    with pytest.raises(TypeError, match="colour"):
+        sessions.fork("ada", "s1", 1, "branch", colour="red")
+    with pytest.raises(SessionNotFoundError):  # nothing was half-written by the failed fork
+        sessions.load_state("ada", "branch")
+
+
+def test_damaged_stored_data_is_still_reported_as_damaged(tmp_path):
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    for session_id in ("s1", "s2"):
+        PersistentSession.open(store, "ada", session_id, system_prompt=PROMPT).chat("When does the AI club meet?")
+    header = json.loads(store._connection().execute("SELECT header FROM sessions WHERE session_id = 's1'"
+                                                    ).fetchone()[0])
+    store._connection().execute("UPDATE sessions SET header = ? WHERE session_id = 's1'",
+                                (json.dumps({**header, "system_prompt": 7}),))
+    with pytest.raises(SessionStoreError, match="damaged"):
+        PersistentSession.open(store, "ada", "s1", system_prompt=PROMPT)
+    store._connection().execute("UPDATE session_turns SET body = ? WHERE session_id = 's2'",
+                                (json.dumps({"kept": [{"role": "user"}]}),))
+    with pytest.raises(SessionStoreError, match="damaged"):
+        PersistentSession.open(store, "ada", "s2", system_prompt=PROMPT)
+    store.close()
+    assert sqlite3.connect(tmp_path / "s.db").execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 2

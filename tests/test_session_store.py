@@ -16,6 +16,7 @@ from helpers.sessions.session_store import MIGRATIONS, SessionStoreError, SQLite
 
 from support import QUESTIONS
 from test_store import NotingSession
+from support import RawServer, a_session
 
 
 def tables(store) -> tuple:
@@ -154,7 +155,7 @@ def test_a_session_saved_before_schema_3_is_read_and_continued(tmp_path):
 
 
 def test_a_later_reply_with_a_lone_surrogate_is_stored_as_the_session_continues(tmp_path, monkeypatch):
-    from test_ids_and_storage import RawServer
+    from support import RawServer
 
     server = RawServer(["Thursdays at 18:00.", "Room\ud800 12.", "Yes."])
     store = SQLiteSessionStore(tmp_path / "s.db")
@@ -182,3 +183,29 @@ def test_turns_out_of_the_usual_order_are_saved_whole(tmp_path):
     persistent.chat(QUESTIONS[3])
     assert store.load_state("ada", "s1").state == persistent.snapshot()
     store.close()
+
+
+def test_a_snapshot_with_lone_surrogates_is_stored_with_replacement_characters(sessions):
+    state = a_session().snapshot()
+    state["messages"][0]["content"] = "When\udce9 does it meet?"
+    state["turns"][0]["question"] = "When\udce9 does it meet?"
+    state["messages"][-1]["content"] += "\ud83d"
+    assert sessions.save("ada", "s1", state) == 1
+    stored = sessions.load_state("ada", "s1")
+    assert stored.state["messages"][0]["content"] == "When\ufffd does it meet?"
+    assert stored.state["messages"][-1]["content"].endswith("\ufffd")
+    assert stored.info.title == "When\ufffd does it meet?"
+
+
+def test_a_turn_with_nul_round_trips(sessions):
+    question, reply = "When does the\x00 AI club meet?", "Fridays\x00 at 6pm."
+    server = RawServer([reply])
+    session = PersistentSession.open(sessions, "ada", "s1", **server.kwargs())
+    assert session.chat(question) == reply and session.revision == 1
+    stored = sessions.load_state("ada", "s1")
+    assert stored.state == session.snapshot()
+    assert stored.info.title == question
+    assert [i.title for i in sessions.list_sessions("ada")] == [question]
+    assert stored.state["turns"][0]["question"] == question and stored.state["turns"][0]["answer"] == reply
+    resumed = PersistentSession.open(sessions, "ada", "s1", **RawServer(["ok"]).kwargs())
+    assert resumed.session.messages[-1]["content"] == reply and resumed.chat("More?") == "ok"
