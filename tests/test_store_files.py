@@ -175,3 +175,56 @@ def test_both_dialects_list_the_same_migrations():
     for store in ("facts", "sessions"):
         sqlite, postgres = found[f"{store} on SQLite"], found[f"{store} on PostgreSQL"]
         assert [m[:2] for m in sqlite] == [m[:2] for m in postgres]
+
+
+# --- the same on PostgreSQL: both stores look (reading only) before either creates a table -------------------
+
+def pg_tables(dsn, schema):
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {row[0] for row in conn.execute("SELECT table_name FROM information_schema.tables "
+                                               "WHERE table_schema = %s", (schema,))}
+
+
+def pg_run(dsn, *statements):
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+@pytest.mark.parametrize("store", ["facts", "sessions"])
+def test_a_postgres_schema_with_one_stores_newer_tables_gets_none_of_the_others(tmp_path, store):
+    from test_postgres import pg_dsn, scratch_schema
+
+    from helpers.facts.fact_store_pg import PostgresFactStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
+
+    dsn = pg_dsn()
+    schema = scratch_schema(tmp_path, "files_")
+    opened, table = ((PostgresFactStore, "schema_migrations") if store == "facts"
+                     else (PostgresSessionStore, "session_schema"))
+    opened(dsn, schema=schema).close()
+    pg_run(dsn, f"INSERT INTO {schema}.{table} VALUES (99, 'later', '2030-01-01')")
+    names = pg_tables(dsn, schema)
+    with pytest.raises(WorkshopError, match="newer version.*99"):
+        open_assistant(db=dsn, schema=schema)
+    assert pg_tables(dsn, schema) == names
+
+
+def test_the_postgres_checks_create_nothing(tmp_path):
+    from test_postgres import pg_dsn, scratch_schema
+
+    from helpers.facts.fact_store_pg import PostgresFactStore
+    from helpers.sessions.session_store_pg import PostgresSessionStore
+
+    dsn = pg_dsn()
+    schema = scratch_schema(tmp_path, "files_")
+    PostgresSessionStore.check_database(dsn, schema=schema)
+    PostgresFactStore.check_database(dsn, schema=schema)
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:  # not even the schema
+        assert conn.execute("SELECT to_regnamespace(%s)", (schema,)).fetchone()[0] is None

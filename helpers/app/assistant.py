@@ -191,8 +191,8 @@ def open_stores(db: Any, *, schema: str | None = None,
     A string that starts like a DSN but cannot be read as one is refused before anything is opened, so
     it never becomes a file name. ``schema`` puts PostgreSQL's tables in that schema. ``before_facts(store)``
     runs once the session store is open; if it raises, the fact store is never opened, so a database
-    whose session is refused gets no fact tables. A SQLite file is first inspected by both stores, reading
-    only (``check_file``), so a file either of them refuses is left byte-for-byte untouched.
+    whose session is refused gets no fact tables. The database is first inspected by both stores, reading
+    only (``check_file``, ``check_database``), so one that either of them refuses is left untouched.
     """
     where = parse_database(db)
     if where.is_postgres:
@@ -201,6 +201,8 @@ def open_stores(db: Any, *, schema: str | None = None,
             from helpers.sessions.session_store_pg import PostgresSessionStore
         except ImportError:
             raise ConfigError(f'{where.describe()} needs psycopg: pip install "psycopg[binary]"') from None
+        PostgresSessionStore.check_database(where.target, schema=schema)  # both look before either writes:
+        PostgresFactStore.check_database(where.target, schema=schema)     # a database one refuses stays as it is
         store = PostgresSessionStore(where.target, schema=schema)  # a lock per (user, session); one transaction per save
         facts = lambda: FactMemory(PostgresFactStore(where.target, schema=schema))  # a lock per fact key
     else:

@@ -103,35 +103,51 @@ class Connections:
         self.closed = True
 
 
+def _applied(conn: psycopg.Connection, conns: Connections, table: str,
+             migrations: Sequence[tuple[int, str, tuple[str, ...]]], owned: Sequence[str]) -> set[int] | None:
+    """The versions recorded in ``table`` (None: no such table yet); refuses a newer or foreign schema. Reads only."""
+    latest = migrations[-1][0]
+    if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+        done = {row[0] for row in conn.execute(sql.SQL("SELECT version FROM {}").format(sql.Identifier(table)))}
+        if done and max(done) > latest:
+            raise conns.error(f"{conns.where} was written by a newer version of the workshop ({table} "
+                              f"version {max(done)}; this code knows up to {latest}); nothing was "
+                              "changed - upgrade the helpers package or use another schema")
+        return done
+    clash = [name for name in owned if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]]
+    if clash:
+        raise conns.error(f"{conns.where} already has tables {', '.join(clash)} that this store did "
+                          f"not create (no {table} table); nothing was changed - use another "
+                          "database or schema=")
+    return None
+
+
+def check_schema(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],
+                 owned: Sequence[str]) -> None:
+    """Raise ``conns.error`` where ``migrate`` would refuse the database; reads only (creates not even the schema).
+
+    An opener of two stores on one database runs both stores' checks before either migrates."""
+    conn = conns.get()
+    with conn.transaction():
+        _applied(conn, conns, table, migrations, owned)
+
+
 def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],
-             owned: Sequence[str]) -> None:
+            owned: Sequence[str]) -> None:
     """Apply missing migrations under an advisory lock; refuse newer or foreign schemas untouched.
 
     SQLite files use ``helpers.core.migrations.apply_migrations``; this runner also serialises processes
     that start at once, creates the ``schema=`` and refuses tables it did not create.
     """
     conn = conns.get()
-    latest = migrations[-1][0]
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("migrate", conns.schema or ""),))
         if conns.schema:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(conns.schema)))
-        exists = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
-        if exists:
-            done = {row[0] for row in conn.execute(sql.SQL("SELECT version FROM {}").format(
-                sql.Identifier(table)))}
-            if done and max(done) > latest:
-                raise conns.error(f"{conns.where} was written by a newer version of the workshop ({table} "
-                                  f"version {max(done)}; this code knows up to {latest}); nothing was "
-                                  "changed - upgrade the helpers package or use another schema")
-        else:
-            clash = [name for name in owned if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]]
-            if clash:
-                raise conns.error(f"{conns.where} already has tables {', '.join(clash)} that this store did "
-                                  f"not create (no {table} table); nothing was changed - use another "
-                                  "database or schema=")
+        done = _applied(conn, conns, table, migrations, owned)
+        if done is None:
             conn.execute(sql.SQL("CREATE TABLE {} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                                         "applied_at TEXT NOT NULL)").format(sql.Identifier(table)))
+                                 "applied_at TEXT NOT NULL)").format(sql.Identifier(table)))
             done = set()
         for version, name, statements in migrations:
             if version not in done:

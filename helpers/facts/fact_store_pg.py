@@ -19,7 +19,7 @@ from helpers.facts.fact_store import (OWNED_TABLES, READ_AUDIT_SQL, REJECTED_VER
                                       fact_migrations, facts_by_key, facts_from_rows, read_facts_sql, save_changes,
                                       version_after)
 from helpers.core.migrations import POSTGRES
-from helpers.core.postgres import Connections, lock_id, migrate, schema_version
+from helpers.core.postgres import Connections, check_schema, lock_id, migrate, schema_version
 
 _ID_BLOCK = 16  # fact ids fetched from the sequence per round trip
 
@@ -77,6 +77,19 @@ class PostgresFactStore:
         self._conns = Connections(dsn, schema, FactStoreError, connect_timeout)
         self.where = self._conns.where
         migrate(self._conns, SCHEMA_TABLE, FACT_MIGRATIONS, OWNED_TABLES)
+
+    @staticmethod
+    def check_database(dsn: str, *, schema: str | None = None, connect_timeout: int = 5) -> None:
+        """Raise FactStoreError where opening would refuse the database; reads only, creates nothing
+        (``open_stores`` runs it with ``PostgresSessionStore.check_database`` before opening either store)."""
+        conns = Connections(dsn, schema, FactStoreError, connect_timeout)
+        try:
+            check_schema(conns, SCHEMA_TABLE, FACT_MIGRATIONS, OWNED_TABLES)
+        except psycopg.Error as err:
+            raise FactStoreError(f"reading the fact tables on {conns.where} failed ({str(err).strip()}); "
+                                 "nothing was changed") from None
+        finally:
+            conns.close()
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_PGFactTransaction]:

@@ -21,7 +21,7 @@ import psycopg
 
 from helpers.core.clock import now
 from helpers.core.dsn import redact_dsn
-from helpers.core.postgres import Connections, lock_id, migrate, schema_version
+from helpers.core.postgres import Connections, check_schema, lock_id, migrate, schema_version
 from helpers.core.migrations import POSTGRES
 from helpers.sessions.store_sql import (DELETE_SQL, INFO_COLUMNS, LIST_SQL, LOAD_SQL, SCHEMA_TABLE,
                                         SESSION_TABLES, SessionStoreBase, session_migrations)
@@ -87,6 +87,19 @@ class PostgresSessionStore(SessionStoreBase):
             raise SessionStoreError(f"preparing the session tables on {self.where} failed "
                                     f"({self._reason(err)}); nothing was changed - check that this user may "
                                     "create tables there") from None
+
+    @staticmethod
+    def check_database(dsn: str, *, schema: str | None = None, connect_timeout: int = 5) -> None:
+        """Raise SessionStoreError where opening would refuse the database; reads only, creates nothing
+        (``open_stores`` runs it with ``PostgresFactStore.check_database`` before opening either store)."""
+        conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
+        try:
+            check_schema(conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES)
+        except psycopg.Error as err:
+            raise SessionStoreError(f"reading the session tables on {conns.where} failed "
+                                    f"({redact_dsn(str(err).strip(), dsn)}); nothing was changed") from None
+        finally:
+            conns.close()
 
     def _reason(self, err: Exception) -> str:
         """A driver error as one line, with any password removed."""
