@@ -122,14 +122,21 @@ def _applied(conn: psycopg.Connection, conns: Connections, table: str,
     return None
 
 
-def check_schema(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],
-                 owned: Sequence[str]) -> None:
-    """Raise ``conns.error`` where ``migrate`` would refuse the database; reads only (creates not even the schema).
+def check_schema(dsn: str, schema: str | None, error: type[RuntimeError], connect_timeout: int, table: str,
+                 migrations: Sequence[tuple[int, str, tuple[str, ...]]], owned: Sequence[str]) -> None:
+    """Raise ``error`` where ``migrate`` would refuse the database; reads only (creates not even the schema).
 
     An opener of two stores on one database runs both stores' checks before either migrates."""
-    conn = conns.get()
-    with conn.transaction():
-        _applied(conn, conns, table, migrations, owned)
+    conns = Connections(dsn, schema, error, connect_timeout)
+    try:
+        conn = conns.get()
+        with conn.transaction():
+            _applied(conn, conns, table, migrations, owned)
+    except psycopg.Error as err:
+        raise error(f"reading the tables on {conns.where} failed ({redact_dsn(str(err).strip(), dsn)}); "
+                    "nothing was changed") from None
+    finally:
+        conns.close()
 
 
 def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],

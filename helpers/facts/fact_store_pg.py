@@ -82,14 +82,7 @@ class PostgresFactStore:
     def check_database(dsn: str, *, schema: str | None = None, connect_timeout: int = 5) -> None:
         """Raise FactStoreError where opening would refuse the database; reads only, creates nothing
         (``open_stores`` runs it with ``PostgresSessionStore.check_database`` before opening either store)."""
-        conns = Connections(dsn, schema, FactStoreError, connect_timeout)
-        try:
-            check_schema(conns, SCHEMA_TABLE, FACT_MIGRATIONS, OWNED_TABLES)
-        except psycopg.Error as err:
-            raise FactStoreError(f"reading the fact tables on {conns.where} failed ({str(err).strip()}); "
-                                 "nothing was changed") from None
-        finally:
-            conns.close()
+        check_schema(dsn, schema, FactStoreError, connect_timeout, SCHEMA_TABLE, FACT_MIGRATIONS, OWNED_TABLES)
 
     @contextmanager
     def transaction(self, lock_keys: Sequence[LockKey] = ()) -> Iterator[_PGFactTransaction]:

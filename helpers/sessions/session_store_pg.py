@@ -92,14 +92,7 @@ class PostgresSessionStore(SessionStoreBase):
     def check_database(dsn: str, *, schema: str | None = None, connect_timeout: int = 5) -> None:
         """Raise SessionStoreError where opening would refuse the database; reads only, creates nothing
         (``open_stores`` runs it with ``PostgresFactStore.check_database`` before opening either store)."""
-        conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
-        try:
-            check_schema(conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES)
-        except psycopg.Error as err:
-            raise SessionStoreError(f"reading the session tables on {conns.where} failed "
-                                    f"({redact_dsn(str(err).strip(), dsn)}); nothing was changed") from None
-        finally:
-            conns.close()
+        check_schema(dsn, schema, SessionStoreError, connect_timeout, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES)
 
     def _reason(self, err: Exception) -> str:
         """A driver error as one line, with any password removed."""
