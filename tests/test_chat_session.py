@@ -1,3 +1,5 @@
+"""The chat session (helpers/chat/chat_session.py): ChatSession and SimpleSession hold a conversation, trim it to
+whole turns, stream, undo, reset and snapshot."""
 import pytest
 
 from helpers.chat import history
