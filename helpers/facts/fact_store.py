@@ -103,8 +103,9 @@ class StoredFact:
 
 
 @dataclass(slots=True)
-class AuditEntry:
-    """One decision of the writer, as stored in the audit table."""
+class Statement:
+    """Who stated which value of which attribute: what a checked candidate (``helpers.facts.schema``) and the
+    audit entry of its decision both begin with."""
 
     user_id: str
     subject: str
@@ -112,6 +113,12 @@ class AuditEntry:
     value: str
     source_id: str
     source_kind: str
+
+
+@dataclass(slots=True)
+class AuditEntry(Statement):
+    """One decision of the writer, as stored in the audit table (its columns: the statement's, then these)."""
+
     source_version: int | None
     outcome: str
     reason: str

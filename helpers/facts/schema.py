@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from helpers.facts.fact_store import SOURCE_KINDS, LockKey
+from helpers.facts.fact_store import SOURCE_KINDS, LockKey, Statement
 from helpers.core.ids import canonical_id, id_problem
 
 MAX_VALUE_CHARS, MAX_NAME_CHARS, MAX_EVIDENCE_CHARS = 300, 200, 2000
@@ -119,15 +119,9 @@ class Candidate:
 
 
 @dataclass(slots=True)
-class CheckedCandidate:
+class CheckedCandidate(Statement):
     """A candidate that passed the schema: ids normalised, its value's identity (``value_key``), its key."""
 
-    user_id: str
-    subject: str
-    attribute: str
-    value: str
-    source_id: str
-    source_kind: str
     source_version: int
     evidence: str
     value_key: str

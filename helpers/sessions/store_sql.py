@@ -37,11 +37,11 @@ def session_migrations(d: Dialect) -> tuple[Migration, ...]:
     """The session tables in dialect ``d`` (``SQLITE`` for ``session_store``, ``POSTGRES`` for ``session_store_pg``).
 
     Applied migrations never change (tests pin each dialect's text); a table change is a new migration."""
+    session_key = f"user_id {d.key_text} NOT NULL,\n            session_id {d.key_text} NOT NULL,"  # every table's
     return (
         (1, "create sessions and session_turns", (
             f"""CREATE TABLE sessions (
-            user_id {d.key_text} NOT NULL,
-            session_id {d.key_text} NOT NULL,
+            {session_key}
             revision {d.big_int} NOT NULL,
             header TEXT NOT NULL,
             title TEXT NOT NULL,
@@ -53,8 +53,7 @@ def session_migrations(d: Dialect) -> tuple[Migration, ...]:
             updated_at TEXT NOT NULL,
             PRIMARY KEY (user_id, session_id))""",
             f"""CREATE TABLE session_turns (
-            user_id {d.key_text} NOT NULL,
-            session_id {d.key_text} NOT NULL,
+            {session_key}
             turn_id INTEGER NOT NULL,
             state TEXT NOT NULL,
             question TEXT NOT NULL,
@@ -65,8 +64,7 @@ def session_migrations(d: Dialect) -> tuple[Migration, ...]:
         )),
         (2, "store recall vectors beside the turns", (
             f"""CREATE TABLE recall_vectors (
-            user_id {d.key_text} NOT NULL,
-            session_id {d.key_text} NOT NULL,
+            {session_key}
             turn_id INTEGER NOT NULL,
             model TEXT NOT NULL,
             dim INTEGER NOT NULL,
