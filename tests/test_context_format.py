@@ -422,3 +422,24 @@ def test_one_line_keeps_ordinary_text_exactly():
 def test_safe_lines_keeps_only_its_own_lines():
     assert safe_lines("a\r\nb\nc") == "a\nb\nc"
     assert safe_lines("a\u2028b\rc") == "a\\u2028b\\rc"
+
+
+@FAST
+@given(TURN, st.sampled_from(["user", "assistant"]), TEXT, TEXT.filter(str.strip))
+def test_a_quote_line_round_trips_with_the_speakers_name(turn, role, text, name):
+    line = cf.write_quote_line(turn, role, text, name=name)
+    assert one_line_each(line) and cf.read_quotes(line, role) == [
+        Quote(turn, role, quote_text(text), name=cf.speaker_name(name))]
+    other = "user" if role == "assistant" else "assistant"
+    assert cf.read_quotes(line, other) == []  # the assistant's words are never read as the user's, nor back
+    assert cf.read_turn_line(line)[:2] == (turn, role) and cf.is_block_line(line)
+
+
+def test_quote_turn_quotes_each_side_as_its_own_with_the_name_field():
+    messages = [{"role": "user", "name": "Caroline", "content": [{"type": "text", "text": "I painted a mural."},
+                                                                  {"type": "image_url", "image_url": {"url": "x"}}]},
+                {"role": "assistant", "name": "Melanie", "content": "I adopted a kitten called Pepper."}]
+    text = quote_turn(4, messages)
+    assert cf.read_quotes(text, "user") == [Quote(4, "user", "I painted a mural.", name="Caroline")]
+    assert cf.read_quotes(text, "assistant") == [Quote(4, "assistant", "I adopted a kitten called Pepper.",
+                                                       name="Melanie")]

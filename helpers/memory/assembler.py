@@ -94,6 +94,7 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     system_msg, question_msg, head, tail = fixed_parts(system_prompt, question, budget, fixed, count)
     room = None if budget is None else budget - sum(p.tokens for p in head + tail)  # what the blocks share
     notes: list[str] = []
+    window = without_empty_replies(window, notes)  # an empty assistant reply says nothing: not sent
 
     def cap(share: float) -> int | None:  # a block may use at most its share of the room
         return None if room is None else int(room * share)
@@ -113,9 +114,40 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     messages = system_msg + blocks + window_msgs
     problems = find_problems(messages + [question_msg])
     if problems:  # whole turns are always valid; checked so that a bug can never reach a server
-        raise HistoryError.invalid(problems)
+        raise HistoryError.invalid(problems, what=sent_turns(messages, system_msg + blocks, window_part))
     parts = head + [profile_part, summary_part, recall_part, window_part] + tail
     return Assembly(messages, question_msg, ContextReport(budget, parts, notes))
+
+
+def without_empty_replies(window: Sequence[tuple[int, Sequence[dict]]],
+                          notes: list[str]) -> list[tuple[int, Sequence[dict]]]:
+    """The window with every empty assistant reply (no text, no tool calls) left out of what is sent.
+
+    A model may answer with nothing; the turn stays whole (its user message is sent), the empty reply is
+    not (a strict server refuses an assistant message with neither content nor tool calls). ``notes``
+    names the turns."""
+    out, quiet = [], []
+    for turn_id, messages in window:
+        kept = [m for m in messages if not _empty_reply(m)]
+        if len(kept) < len(messages):
+            quiet.append(turn_id)
+        out.append((turn_id, kept if len(kept) < len(messages) else messages))
+    if quiet:
+        notes.append(f"the empty assistant reply of {format_turn_ids(quiet)} was not sent")
+    return out
+
+
+def _empty_reply(message: Any) -> bool:
+    return (isinstance(message, dict) and message.get("role") == "assistant" and not message.get("tool_calls")
+            and message.get("content") in (None, "") and "function_call" not in message)
+
+
+def sent_turns(messages: Sequence[dict], before: Sequence[dict], window_part: Part) -> str:
+    """What a refused request held, naming the window's turns (a problem names a message by its index)."""
+    if not window_part.included:
+        return "the message list"
+    return (f"the message list (messages {len(before)}-{len(messages) - 1} are the window's "
+            f"{format_turn_ids(window_part.included)}; message {len(messages)} the question)")
 
 
 _TURN_LINE = re.compile(r"^\[turn (\d+)\]")

@@ -1,0 +1,152 @@
+"""Recall on real conversations (issue 32, part 2): the assistant's words, a budget-sized k, BM25 fused with
+the embedding, speaker names and image captions, empty replies, and search work linear in the index."""
+import pytest
+
+import helpers.memory.recall as recall_module
+from helpers.core.context_format import read_quotes
+from helpers.llm.config import load_settings
+from helpers.memory.assembler import MemoryAssembler, assemble_context
+from helpers.memory.recall_index import MERGE_PEERS, RecallIndex
+from helpers.standin.server import make_offline_client
+
+
+def turn(user, answer="Noted."):
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+def fresh(**kwargs):
+    return RecallIndex(client=make_offline_client(), settings=load_settings("offline"), **kwargs)
+
+
+def memory():
+    return MemoryAssembler(summariser=False, client=make_offline_client(), settings=load_settings("offline"))
+
+
+def test_what_the_assistant_said_is_found_and_quoted_as_its_words():
+    index = fresh()
+    index.add(0, turn("What should I pack for the ridge hike?",
+                      "Pack the orange waterproof jacket and two litres of water."))
+    index.add(1, turn("My bike is a green Brompton."))
+    found = index.search("What did you tell me to pack for the hike?", k=1)
+    assert [item.turn_id for item in found] == [0]
+    said = read_quotes(found[0].text, "assistant")
+    assert said and "orange waterproof jacket" in said[0].text
+    assert read_quotes(found[0].text, "user") == []  # the question that was asked is not what matched
+    assert index.turn_state(0)["assistant"] == 1  # its part says how many pieces are the assistant's
+
+
+def test_the_assistants_claims_stay_out_of_the_profile():
+    mem = memory()
+    mem.remember(0, turn("Which locker should I use?", "Your locker number is 9912."))
+    assert not any("9912" in line for line in mem.profile.lines())
+    assert mem.recall.search("What locker number did you give me?", k=1)[0].turn_id == 0
+
+
+def test_a_reply_that_only_repeats_memory_or_the_user_is_not_indexed():
+    index = fresh()
+    index.add(0, turn("Who is my advisor?", 'You told me (turn 0): "My advisor is Dr. Hollis Varga."'))
+    index.add(1, turn("My bike is blue.", "Noted: blue."))
+    assert index.skipped == [0] and index.texts[1] == ["My bike is blue."]
+
+
+def test_k_follows_the_budget():
+    mem = memory()
+    for turn_id in range(60):
+        mem.remember(turn_id, turn(f"My locker number {turn_id} is in corridor {turn_id + 100} of Wren Hall."))
+    window = [(59, turn("My locker number 59 is in corridor 159 of Wren Hall."))]
+    small = mem.build(None, window, "Where is my locker in Wren Hall?", budget=600).report.ids("recall")
+    large = mem.build(None, window, "Where is my locker in Wren Hall?", budget=4000).report.ids("recall")
+    assert len(small) > 3 and len(large) > 2 * len(small)
+    part = mem.last_report.part("recall")
+    assert part.tokens <= part.cap and part.cap - part.tokens < 60  # the share is filled, not left empty
+
+
+def test_a_rare_word_is_ranked_in_by_the_lexical_ranking():
+    index = fresh()
+    for turn_id, text in enumerate([
+            "My parcel from the bookshop arrived late.", "The courier left my parcel with a neighbour.",
+            "I sent a parcel to my sister in Leeds.", "My parcel tracking number stopped updating.",
+            "I need to post a parcel before Friday.", "The post office lost my parcel last spring.",
+            "My parcel was damaged in the rain.", "I ordered a parcel of seeds for the garden."]):
+        index.add(turn_id, turn(text))
+    index.add(20, turn("The Quillbrook locker holds my spare keys."))
+    question = "Which parcel did I leave at Quillbrook?"
+    by_meaning = sorted(index.texts, key=lambda i: -index.similarity(question, index.texts[i])[0])
+    assert 20 not in by_meaning[:2]  # the embedding alone misses it
+    assert 20 in [item.turn_id for item in index.search(question, k=2)]
+
+
+def test_speaker_names_and_image_captions_are_indexed_and_quoted():
+    index = fresh()
+    index.add(0, [{"role": "user", "name": "Caroline", "content": [
+                      {"type": "text", "text": "Look at the mural I painted downtown."},
+                      {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                      {"type": "text", "text": "It shows a sunflower field at dawn."}]},
+                  {"role": "assistant", "name": "Melanie", "content": "I adopted a grey kitten called Pepper."}])
+    quote = index.quotes[0]
+    assert '[turn 0] user (Caroline): "Look at the mural I painted downtown. It shows a sunflower field' in quote
+    assert read_quotes(quote, "assistant")[0].name == "Melanie"
+    assert read_quotes(quote, "user")[0].name == "Caroline"
+    assert any(piece.startswith("Caroline: ") for piece in index.texts[0])
+    assert any(piece.startswith("Melanie: ") for piece in index.texts[0])
+    found = index.search("What did Melanie adopt?", k=1)[0]
+    assert "assistant (Melanie)" in found.text and "Pepper" in found.text
+
+
+def test_an_empty_assistant_reply_is_accepted():
+    window = [(0, [{"role": "user", "content": "My bike is blue."}, {"role": "assistant", "content": ""}]),
+              (1, turn("My locker is 4471.", "Noted."))]
+    assembly = assemble_context("You help.", window, "What colour is my bike?", budget=800)
+    assert assembly.report.ids("window") == [0, 1]
+    assert {"role": "user", "content": "My bike is blue."} in assembly.messages
+    assert not any(m.get("role") == "assistant" and not m.get("content") for m in assembly.messages)
+    assert any("turn 0" in note for note in assembly.report.warnings)
+
+
+def test_merging_repeats_is_linear_in_the_index_not_k_times_n(monkeypatch):
+    calls = []
+    real = recall_module.near_identical
+
+    def counted(a, b, *args):
+        calls.append(1)
+        return real(a, b, *args)
+
+    monkeypatch.setattr(recall_module, "near_identical", counted)
+    index = fresh(min_score=0.0)
+    n = 240
+    for turn_id in range(n):
+        index.add(turn_id, turn(f"My locker note {turn_id}: corridor {turn_id * 7} by stairwell {turn_id * 13}."))
+    found = index.search("Where is my locker?", k=120)
+    assert len(found) == 120
+    assert len(calls) <= MERGE_PEERS * n  # today's merge compared each of k x 16 candidates with up to k groups
+    assert index.last_scored <= index.rows + 4 * len(index) * 2  # rows, plus the postings of the question's words
+
+
+def test_restatements_still_merge():
+    index = fresh()
+    for turn_id in (0, 4, 9):
+        index.add(turn_id, turn("My locker number is 4471."))
+    index.add(12, turn("Actually, my locker number is 5502 now."))
+    found = index.search("What's my locker number?", k=2)
+    assert sorted(item.turn_id for item in found) == [9, 12]
+    assert next(item for item in found if item.turn_id == 9).also == (0, 4)
+
+
+def test_the_assistants_pieces_are_kept_per_turn_and_old_parts_still_load():
+    mem = memory()
+    mem.remember(0, turn("What should I pack?", "Pack the orange waterproof jacket and two litres of water."))
+    mem.remember(1, turn("My bike is a green Brompton."))
+    state = mem.state()
+    assert state["turns"]["0"]["recall"]["assistant"] == 1
+    again = memory()
+    again.restore(state)
+    assert again.state() == state
+    assert again.recall.search("What did you tell me to pack?", k=1)[0].turn_id == 0
+    old = {"summary": {}, "pending": [], "keep": [], "recall": {}, "profile": {"user_id": "local"}, "turns": {
+        "0": {"recall": {"quote": '[turn 0] user: "My bike is blue."', "texts": ["My bike is blue."]}}}}
+    older = memory()
+    older.restore(old)  # a part stored before the assistant's words were indexed
+    assert older.recall.search("What colour is my bike?", k=1)[0].turn_id == 0
+    bad = {**old, "turns": {"0": {"recall": {**old["turns"]["0"]["recall"], "assistant": 5}}}}
+    with pytest.raises(ValueError, match="turn 0 counts 5 assistant pieces"):
+        memory().restore(bad)
