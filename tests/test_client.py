@@ -257,6 +257,8 @@ def test_an_error_that_echoes_the_key_does_not_show_it(nim_settings):
     assert FAKE_KEY not in str(info.value)
 
 
+# ---------------------------------------------------------------- a server that echoes the key (the keyed fixture: conftest.py)
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_401_that_echoes_the_key_leaves_it_nowhere_in_the_chain(keyed, stream):
     settings, secret = keyed
@@ -291,6 +293,8 @@ def test_a_400_that_echoes_the_key_is_still_a_bad_request_without_it(keyed):
         chat([{"role": "user", "content": "hi"}], client=echoing_client(settings, 400), settings=settings)
     assert info.value.status_code == 400 and "invalid credentials: Bearer ***" in info.value.message
     assert_no_secret(info.value, secret)
+
+# ---------------------------------------------------------------- ambient OpenAI headers
 
 AMBIENT = {"OPENAI_CUSTOM_HEADERS": "Authorization: Bearer ambient-token\nX-Ambient: yes",
            "OPENAI_ORG_ID": "org-ambient", "OPENAI_PROJECT_ID": "proj-ambient",
@@ -362,6 +366,8 @@ def test_a_200_that_echoes_a_password_from_the_base_url_does_not_show_it(monkeyp
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+# ---------------------------------------------------------------- the offline client: one builder
 
 def test_the_client_layer_hands_out_the_stand_ins_one_builder():
     assert llm_client.make_offline_client is server.make_offline_client
