@@ -18,10 +18,12 @@ keeps) follows. The shares, the block fitters and the report types are in
      ``shares.summary`` (20 %); the oldest lines go first, pinned facts never (they may
      borrow from the window's part);
    - **recalled turns** (one system message of quoted turns) -- up to ``shares.recall``
-     (25 %), best match first;
+     (25 %), best match first, until the share is full (``MemoryAssembler.build`` asks recall for
+     as many turns as the share can hold, not a fixed k);
    - **the window** -- everything still unused: the newest *whole* turns that fit, newest
      first, stopping at the first that does not (no gaps, never half a turn).
-   A block's unused share goes to the window, not to the next block.
+   A block's unused share goes to the window, not to the next block. An empty assistant reply
+   (no text, no tool calls) is not sent; its turn is, and the report names it.
 
 The result is never over budget (by ``count``, default ``helpers.core.tokens.count_message``:
 exact for the offline stand-in, a cautious estimate elsewhere), always passes

@@ -10,9 +10,11 @@ Small talk ("ok", "thanks", "got it") is not evidence, and neither are questions
 is not a statement, so "Who is my advisor?" asked three times is never recalled as evidence
 (``is_question``: a sentence that ends with "?" or starts with an interrogative word such as
 "what", "who", "where", "when", "which", "how", "why", "do", "can", "is", or with "tell me" /
-"remind me"). Evidence is what the user stated, plus the final answer of a turn that used a
-tool (what the tools returned); an assistant's own words without a tool -- "Noted", or an
-answer that repeats a remembered value -- are not evidence.
+"remind me"). Evidence is what the user stated, what the assistant stated in its own words
+(``assistant_statements``), and the final answer of a turn that used a tool (what the tools
+returned); an acknowledgement ("Noted"), a reply that only repeats the user's words, or one that
+cites memory ("You told me (turn 0): ...") is not evidence. The assistant's words are quoted as
+its own and never read for the profile.
 
 Ranking knows time:
 
@@ -22,8 +24,8 @@ Ranking knows time:
 - identical or near-identical statements are merged (``near_identical``): the newest
   occurrence is kept and the quote says how many times, and in which turns, it was said.
 
-A recalled turn is shown as quoted text with its turn id (``[turn 7] user: "..."``,
-``quote_turn``) inside a context block (``recall_block``); it is never re-inserted as raw
+A recalled turn is shown as quoted text with its turn id (``[turn 7] user: "..."``, the
+assistant's side ``[turn 7] assistant: "..."``, a named speaker ``user (Dana): "..."``; ``quote_turn``) inside a context block (``recall_block``); it is never re-inserted as raw
 messages, so a recalled tool call can never arrive without its result. Each quoted line is one
 line (``one_line``): nothing the user or a tool said can start a line of the block.
 """
@@ -132,6 +134,7 @@ def speaker_names(messages: Sequence[dict]) -> tuple[str, str]:
 
 _CITES_MEMORY = re.compile(r"\bturns? \d+|\byou told me\b", re.I)
 _LEADING_TAGS = re.compile(r"^(?:\[[^\]]*\]\s*)*(?:[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}: )?")
+SENTENCE_PIECES = True  # embed each longer sentence on its own as well as the whole message
 MIN_PIECE_WORDS = 4  # a sentence shorter than this is embedded only inside its whole message
 
 
@@ -158,7 +161,7 @@ def side_pieces(said: Sequence[str], name: str = "", limit: int = 12) -> list[st
         bare = _LEADING_TAGS.sub("", sentence, count=1).strip()
         if len(re.findall(r"[a-z0-9']+", bare.lower())) >= MIN_PIECE_WORDS and bare not in pieces:
             pieces.append(bare)
-    return pieces[:limit] if len(said) > 1 else pieces[:1]
+    return pieces[:limit] if len(said) > 1 and SENTENCE_PIECES else pieces[:1]
 
 
 def quote_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 400,

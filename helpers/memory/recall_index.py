@@ -1,19 +1,28 @@
-"""The recall index (lesson 09): past turns embedded for search by meaning, saved and restored.
+"""The recall index (lesson 09): past turns embedded for search by meaning and by words, saved and restored.
 
 Every finished turn is offered to ``RecallIndex.add``, which keeps only evidence
-(``helpers.memory.recall``: the user's statements, and the final answer of a turn that used a
-tool). It is embedded where the ``embeddings`` setting says (``helpers.retrieval.embedding_backend``: MiniLM
+(``helpers.memory.recall``): the user's statements, the assistant's own statements (not a reply that
+only cites memory or repeats the user's words), and the final answer of a turn that used a tool.
+The assistant's words are searchable and quoted as its own (``[turn 7] assistant: "..."``); they
+never reach the profile, which reads the user's words only (``MemoryAssembler.remember``). They
+are embedded where the ``embeddings`` setting says (``helpers.retrieval.embedding_backend``: MiniLM
 on this machine, hosted NIM, or the chat server's ``/v1/embeddings``; the offline stand-in runs the
-local MiniLM model there) -- lazily, in one batch, the
-first time a search needs it. Each of the user's sentences is embedded on its own (and the final
-answer as one more piece); a turn scores as its best piece, so one fact in a long message is
-still found.
+local MiniLM model there) -- lazily, in one batch, the first time a search needs it. Each side of a
+turn is embedded as its whole message (with the speaker's ``name``, and the text parts of mixed
+content) and each of its longer sentences on its own, without a leading ``Name: `` (``side_pieces``);
+a side scores as its best piece, so one fact in a long message is still found, and a speaker's name
+cannot make a short greeting match every question about that speaker.
 
-``search(question, exclude=window_ids)`` returns the top-k past turns *not* in the window,
-scoring at least ``min_score``, ranked by ``rank`` and merged by ``merge_repeats``. A tool
-answer's piece scores ``ANSWER_PENALTY`` lower than a user statement, so long replies do not
-crowd statements out; a turn found by the user's own statement is quoted by that line alone,
-and the tools used and the answer are quoted only when the answer is what matched.
+``search(question, exclude=window_ids, k=...)`` returns up to k past turns *not* in the window. Each
+side of a turn is a line ranked twice -- by meaning (``rank``: best piece plus recency, at least
+``min_score``) and by words (BM25 over the quoted lines, ``_Lexical``, in Python for now) -- and the
+two rankings are fused by reciprocal rank (``RRF_K``, ``LEXICAL_WEIGHT``; a line that shares a word
+with the question may score up to ``LEXICAL_SLACK`` below ``min_score``). A turn is quoted by the
+sides that matched; a tool answer (scoring ``ANSWER_PENALTY`` lower, so long replies do not crowd
+statements out) with the whole turn. ``MemoryAssembler`` asks for as many turns as the recall block's
+share of the budget can hold, and ``fit_recall`` takes them until it is full. Restatements merge
+into their newest occurrence; each line is compared with at most ``MERGE_PEERS`` groups, found by
+its rarest words, so a search's work is linear in the index (``comparisons``, ``last_scored``).
 
 Stored vectors can be kept beside the turns (``export_vectors`` / ``import_vectors``, with the
 embedding model's name) so a restored session does not embed its whole history again. Rows are only
