@@ -23,6 +23,11 @@ QUESTIONS = ["When does the AI club meet?", "How many days until that?", "Where 
              "And when are the faculty office hours?", "Is the library open on Sunday?"]
 
 
+def user(text):
+    """A user message."""
+    return {"role": "user", "content": text}
+
+
 def turn(user, answer="Noted."):
     """One exchange: the user's message and the assistant's answer."""
     return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]

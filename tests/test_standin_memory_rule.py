@@ -7,12 +7,11 @@ from helpers.standin.policy import decide
 from helpers.standin.memory_rule import DONT_KNOW, asked_about_user
 from helpers.agent.tools import tool_schemas
 
+from support import user
+
+
 TOOLS = tool_schemas()
 SYSTEM = {"role": "system", "content": "You are a campus assistant for Larkspur University."}
-
-
-def user(text):
-    return {"role": "user", "content": text}
 
 
 def conversation(*said):

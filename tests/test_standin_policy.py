@@ -11,12 +11,10 @@ from helpers.llm.config import OFFLINE_CHAT_MODEL
 from helpers.standin.policy import read_tool_result
 from helpers.agent.tools import days_until_weekday, get_current_time, search_campus_info
 
+from support import user
+
 
 TOOLS = tool_schemas()
-
-
-def user(text):
-    return {"role": "user", "content": text}
 
 
 def turn_with_result(question, name, args, result, cid):
