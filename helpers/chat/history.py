@@ -13,7 +13,7 @@ The module is the core notebook 07 builds, in its order:
   the first that does not. It is the one place this rule is written: ``trim_to_turns`` and
   ``trim_to_budget`` here, a session's window (``helpers.chat.window``), notebook 07's
   ``SimpleSession`` (through ``trim_to_turns``) and the context assembler's window
-  (``helpers.memory.assembler.fit_window``) all call it. ``tests/test_history_properties.py``
+  (``helpers.memory.assembler.fit_window``) all call it. ``tests/test_history.py``
   checks it against a brute-force search, and every caller against it, on generated conversations.
 - ``trim_to_turns`` / ``trim_to_budget``: the system part plus the newest whole turns that
   ``keep_newest`` keeps, checked as a strict server would check them (``helpers.chat.validity``); a
