@@ -64,7 +64,7 @@ MAX_K = 200  # at most this many turns are handed over by one search, whatever t
 # Fusion (reciprocal-rank, chosen on LoCoMo's tuning half): a line scores 1/(RRF_K + its rank by meaning)
 # + LEXICAL_WEIGHT/(RRF_K + its rank by BM25); a line that shares a word the question names may score
 # LEXICAL_SLACK below min_score and still be found.
-RRF_K = 60
+RRF_K = 10
 LEXICAL_WEIGHT = 1.0
 LEXICAL_SLACK = 0.15
 BM25_K1, BM25_B = 1.2, 0.75
