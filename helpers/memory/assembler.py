@@ -194,7 +194,7 @@ class MemoryAssembler:
     (all off: the plain window). ``keep`` lists facts every summary must preserve.
     ``window_turns`` is the sliding window a session uses when it has no ``max_turns``.
     It has every member of ``helpers.chat.chat_session.Memory``, the protocol ``ChatSession(memory=...)`` is written
-    against (``tests/test_incremental_saves.py`` checks both).
+    against (``tests/test_memory_protocol.py`` checks both).
     """
 
     def __init__(self, *, summariser: Summariser | bool = True, recall: RecallIndex | bool = True,
