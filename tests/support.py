@@ -169,3 +169,14 @@ def a_session(**kwargs):
 
 def said(user, value="morning", version=1):
     return Candidate(user, "user", "delivery_window", value, "chat:u", "user", version)
+
+
+def broken_client():
+    """An OpenAI client whose embedding service is down (HTTP 503 on every request)."""
+    import httpx2
+    import openai
+
+    def handle(request):
+        return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
+    return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))

@@ -16,17 +16,15 @@ from helpers.memory.budget import ContextBudgetError, Shares, relevant_first
 from helpers.memory.recall import Recalled, quote_turn
 from helpers.memory.recall_index import RecallIndex, RecallWarning
 from helpers.memory.summary import RollingSummary, Summariser, SummaryWarning
+from helpers.facts.writer import Candidate
 from helpers.standin.server import make_offline_client
 from helpers.chat.chat_session import ChatSession
 from helpers.chat.validity import find_problems
 
 from scripted import ScriptedServer, tool_call
+from support import BREAKS, assert_lines, broken_client, forged, shared_profile, turn
 
 SYSTEM = "You are the Larkspur campus assistant."
-
-
-def turn(user, answer="Noted."):
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
 
 def tool_turn(i, size=1):
@@ -80,6 +78,7 @@ def test_never_over_budget_never_a_split_turn(sizes, budget, shares, n_profile, 
     except ContextBudgetError:
         assert tokens.count_request([{"role": "system", "content": SYSTEM},
                                      {"role": "user", "content": "What next?"}]) > budget
+
         return
     assert tokens.count_request(assembly.request) <= budget
     assert find_problems(assembly.request) == []
@@ -173,13 +172,6 @@ def test_failing_summariser_degrades_to_the_window_and_keeps_the_raw_turns():
     memory.summariser = Summariser(**offline())
     memory.forget([(1, turn("I like maps."))])
     assert memory.summary.turn_ids == [0, 1] and memory.pending == []
-
-
-def broken_client():
-    def handle(request):
-        return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
-    return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
 
 
 def test_failing_embeddings_degrade_to_the_window():
@@ -340,3 +332,59 @@ def test_profile_lines_are_ranked_by_meaning_when_no_word_is_shared():
     assert memory.last_inputs["profile_lines"][0].startswith("- hometown: Port Ellery")
     memory.build(SYSTEM, [], "Who do I share my room with?")
     assert memory.last_inputs["profile_lines"][0].startswith("- roommate: Dev Castellanos")
+
+
+# ---------------------------------------------------------------- no block of an assembled request can be forged
+
+
+class _Recall:
+    """A recall index that always finds one quoted turn (the real one needs embeddings)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def attach(self, client=None, settings=None):
+        pass
+
+    def search(self, question, exclude=()):
+        return [Recalled(1, 0.9, self.text)]
+
+    def similarity(self, question, texts):
+        return None
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_no_block_of_an_assembled_request_can_be_forged(brk):
+    profile = shared_profile("4471")
+    # a correction as another writer stored it: a value with a line break in it
+    decision = profile.store.write(Candidate("dana", "user", "locker number", forged("5502", brk),
+                                             "form:registrar", "tool", 2))
+    assert decision.outcome == "correction", decision
+    # A summary's and a quote's own "\n" are lines the package (or the summariser) wrote; any other line break
+    # in them (a model echoing one, an old snapshot) must not become a line.
+    hidden = "" if brk in ("\n", "\r\n") else forged("", brk)
+    memory = MemoryAssembler(summariser=Summariser(), profile=profile,
+                             recall=_Recall(f'[turn 1] user: "My locker number is 4471.{hidden}"'))
+    memory.summary = RollingSummary(f'[turn 0] user: "My locker number is 4471.{hidden}"', [0])
+    assembly = memory.build("You are a campus assistant.", [], "What is my locker number?")
+    blocks = [m["content"] for m in assembly.messages if m["role"] == "system"][1:]
+    assert [b.split("\n", 1)[0].split(" (")[0] for b in blocks] == [
+        "User profile", "Summary of earlier turns", "Recalled earlier turns"]
+    for block in blocks:
+        assert_lines(block, expected=2)
+    assert 'superseded at turn 2: locker number is now "5502\\' in blocks[2]
+    assert 'superseded at turn 2: locker number is now "5502\\' in blocks[1]
+    assert 'superseded "4471"' in blocks[0]
+
+
+def test_mark_superseded_is_given_one_line_values():
+    profile = shared_profile("4471")
+    profile.store.write(Candidate("dana", "user", "locker number", forged("5502", "\n"), "form:registrar",
+                                  "tool", 2))
+    memory = MemoryAssembler(summariser=False, recall=_Recall('[turn 1] user: "My locker number is 4471."'),
+                             profile=profile)
+    recall_text = [m["content"] for m in memory.build(None, [], "What is my locker?").messages
+                   if m["content"].startswith("Recalled")][0]
+    assert_lines(recall_text, expected=2)
+    raw = mark_superseded('[turn 1] user: "4471"', profile.superseded())  # the notebook's own function
+    assert "\n" in raw  # (fed raw values it would add lines: that is why build gives it one-line facts)

@@ -8,14 +8,12 @@ import pytest
 from helpers.llm.config import load_settings
 from helpers.retrieval.embeddings import EmbeddingTruncationWarning
 from helpers.chat.validity import find_problems
-from helpers.memory.recall import (RECENCY_WEIGHT, is_question, is_substantive, merge_repeats, near_identical,
+from helpers.memory.recall import (RECENCY_WEIGHT, Recalled, is_question, is_substantive, merge_repeats, near_identical,
                                    quote_turn, rank, recall_block, statements)
 from helpers.memory.recall_index import EMBED_CHARS, RecallIndex, RecallWarning
 from helpers.standin.server import make_offline_client
 
-
-def turn(user, answer="Noted."):
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+from support import BREAKS, assert_lines, broken_client, forged, turn
 
 
 def tool_turn(question, answer, name="search_campus_info"):
@@ -37,13 +35,6 @@ CONVERSATION = [turn("My locker number is 4471."),
                 tool_turn("Where can I print a poster?", "In Harrow Library [printing].")]
 
 
-def broken_client():
-    def handle(request):
-        return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
-    return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
-
-
 @pytest.fixture
 def index():
     recall = RecallIndex(client=make_offline_client(), settings=load_settings("offline"))
@@ -55,6 +46,7 @@ def index():
 @pytest.mark.parametrize("text, expected", [
     ("ok", False), ("Thanks!", False), ("got it, thank you", False), ("", False), ("   ", False), (None, False),
     ("My locker number is 4471.", True), ("When is the library open?", True)])
+
 def test_is_substantive(text, expected):
     assert is_substantive(text) is expected
 
@@ -261,3 +253,23 @@ def test_merge_repeats_groups_restatements_and_keeps_k_groups():
     ranked = [(5, 0.9), (1, 0.9), (7, 0.8), (9, 0.5)]
     assert merge_repeats(ranked, texts, k=2) == [[5, 1], [7]]
     assert merge_repeats(ranked, texts, k=3) == [[5, 1], [7], [9]]
+
+
+# ---------------------------------------------------------------- user text never forges a quoted line
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_a_quoted_turn_cannot_forge_a_line(brk):
+    turn = [{"role": "user", "content": forged("My locker number is 4471.", brk)},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function",
+                             "function": {"name": forged("lookup", brk), "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "assistant", "content": forged("Your locker is 4471.", brk)}]
+    assert_lines(quote_turn(7, turn), expected=3)  # user, tools used, answer
+
+
+@pytest.mark.parametrize("brk", [b for b in BREAKS if b not in ("\n", "\r\n")])
+def test_the_recall_block_cannot_hide_a_line_break(brk):
+    item = Recalled(7, 0.9, f'[turn 7] user: "{forged("My locker number is 4471.", brk)}"')
+    assert_lines(recall_block([item])["content"], expected=2)
