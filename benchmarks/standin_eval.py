@@ -6,7 +6,15 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
 - ``tune`` (128): read while the rules were written;
 - ``heldout`` (127): written with ``tune``, split from it at random, first run once the rules were done;
 - ``fresh`` (77): written after that first held-out run (and before the fixes it led to), run once;
-- ``final`` (86): written after the ``fresh`` run (and before the fixes it led to), run once, last.
+- ``final`` (86): written after the ``fresh`` run (and before the fixes it led to), run once, last;
+- ``tune_h3`` (47): written for issue 32's failure groups (health and family questions, corrections worded
+  without "my X is", parsed length limits) and read while those rules were fixed.
+
+``--file PATH`` runs another case file of the same format (every case in it, whatever its split) and
+``--counts-only`` prints only the accuracy per rule and per group, never a case: the way to run a held-out
+set written by someone else without reading it. The groups are those of outside testers: *about the user*
+(a memory question answered with a value), *corrections* (one whose answer must leave a replaced value
+out), *never said* (``dont_know``), *campus search* (a first-person campus question), and the other rules.
 
 ``heldout`` and ``fresh`` were looked at after their first run and so became development data: only the
 first run of each is a held-out measurement (``--split dev`` is everything but ``final``). Each case
@@ -27,8 +35,8 @@ Every case goes through ``helpers.standin.policy.decide``, the function the stan
 ``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
 the current value and none of the values it replaced (slow: about a minute).
 
-Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|dev|all] [--show-failures]
-     [--memory-run]
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|dev|all] [--show-failures]
+     [--memory-run] [--file PATH --counts-only]
 """
 from __future__ import annotations
 
@@ -53,6 +61,8 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
+GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "dev", "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 
@@ -62,6 +72,19 @@ def load_cases(split: str = "heldout", path: Path = DATA) -> list[dict]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [row for row in rows if split == "all" or row["split"] == split
             or (split == "dev" and row["split"] != "final")]
+
+
+def group_of(case: dict) -> str:
+    """The outside testers' group of a case (its ``group`` field when it has one)."""
+    if case.get("group"):
+        return case["group"]
+    if case["rule"] != "memory":
+        return case["rule"]
+    if case["expect"] == "dont_know":
+        return "never said"
+    if case["expect"] == "search":
+        return "campus search"
+    return "corrections" if case.get("excludes") else "about the user"
 
 
 def _memory_messages(case: dict) -> list[dict]:
@@ -108,11 +131,20 @@ def run_case(case: dict) -> tuple[bool, str]:
 
 def evaluate(cases: list[dict]) -> dict[str, dict]:
     """Per rule: cases, passed, failures (id, reply) and the mean time per case in ms."""
+    return _tally(cases, lambda case: case["rule"])
+
+
+def evaluate_groups(cases: list[dict]) -> dict[str, dict]:
+    """The same per outside testers' group (``group_of``)."""
+    return _tally(cases, group_of)
+
+
+def _tally(cases: list[dict], key) -> dict[str, dict]:
     out: dict[str, dict] = defaultdict(lambda: {"cases": 0, "passed": 0, "failures": [], "ms": 0.0})
     for case in cases:
         started = time.perf_counter()
         ok, reply = run_case(case)
-        row = out[case["rule"]]
+        row = out[key(case)]
         row["ms"] += 1000 * (time.perf_counter() - started)
         row["cases"] += 1
         row["passed"] += ok
@@ -155,17 +187,22 @@ def memory_run(seeds: list[int], turns: int = 200, facts: int = 20, show: bool =
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("heldout", "tune", "fresh", "final", "dev", "all"),
-                        default="heldout")
+    parser.add_argument("--split", choices=SPLITS, default="heldout")
+    parser.add_argument("--file", type=Path, help="another case file: every case in it, whatever its split")
+    parser.add_argument("--counts-only", action="store_true",
+                        help="print accuracy per rule and group only, never a case (for a set you must not read)")
     parser.add_argument("--show-failures", action="store_true")
     parser.add_argument("--memory-run", action="store_true", help="also the generated 200-turn conversations")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     args = parser.parse_args()
-    cases = load_cases(args.split)
+    if args.counts_only and args.show_failures:
+        parser.error("--counts-only never shows a case; drop --show-failures")
+    cases = load_cases("all", args.file) if args.file else load_cases(args.split)
+    where = f"every case of {args.file.name}" if args.file else f"the {args.split} split"
     evaluate(cases[:1])  # load the embedding model before timing
     results = evaluate(cases)
-    print(f"stand-in rules on the {args.split} split ({len(cases)} cases of {DATA.name}):")
-    print(f"  {'rule':<10}{'cases':>6}{'passed':>8}{'accuracy':>10}{'ms/case':>9}")
+    print(f"stand-in rules on {where} ({len(cases)} cases):")
+    print(f"  {'rule':<16}{'cases':>6}{'passed':>8}{'accuracy':>10}{'ms/case':>9}")
     ok = True
     for rule in RULES:
         row = results.get(rule)
@@ -173,11 +210,16 @@ def main() -> None:
             continue
         accuracy = row["passed"] / row["cases"]
         ok &= accuracy >= 0.9
-        print(f"  {rule:<10}{row['cases']:>6}{row['passed']:>8}{accuracy:>9.1%}{row['ms']:>9.1f}")
-        if args.show_failures:
+        print(f"  {rule:<16}{row['cases']:>6}{row['passed']:>8}{accuracy:>9.1%}{row['ms']:>9.1f}")
+        if args.show_failures and not args.counts_only:
             for case, reply in row["failures"]:
                 shown = next(case[k] for k in ("question", "request", "answer", "system") if k in case)
                 print(f"      {case['id']}: {shown!r} expected {case['expect']!r}; got {reply[:150]!r}")
+    groups = evaluate_groups(cases)
+    print("  by outside testers' group:")
+    for group in [g for g in GROUPS if g in groups] + sorted(set(groups) - set(GROUPS)):
+        row = groups[group]
+        print(f"  {group:<16}{row['cases']:>6}{row['passed']:>8}{row['passed'] / row['cases']:>9.1%}")
     if args.memory_run:
         print("\nanswers to questions about the user in generated conversations (hybrid memory):")
         named, total = memory_run(args.seeds, show=args.show_failures)
