@@ -38,6 +38,15 @@ WRONG = [
      "another part of your prompt asks for longer answers"),
     (nb01.exercise_1, prompt("Be thorough and detailed."), "asks for long answers"),
     (nb01.exercise_1, prompt(""), "must be a non-empty string"),
+    (nb01.exercise_1, prompt("Answer in up to three sentences."), "allows up to 3 sentences"),
+    (nb01.exercise_1, prompt("Answer in one sentence, except for greetings."),
+     "makes an exception ('Answer in one sentence, except for greetings')"),
+    (nb01.exercise_1, prompt("Answer in one sentence. Greetings may be longer."),
+     "makes an exception ('Greetings may be longer')"),
+    (nb01.exercise_1, prompt("Use one sentence unless the question needs more detail."), "makes an exception"),
+    (nb01.exercise_1, prompt("Keep answers to one sentence; when greeted, introduce yourself and list what you do."),
+     "makes an exception ('when greeted, introduce yourself"),
+    (nb01.exercise_1, prompt("Answer in one sentence if needed."), "makes an exception"),
 
     (nb01.exercise_2, nb01.exercise_2.stub, "join_stream returned ''"),
     (nb01.exercise_2, "def join_stream(stream):\n    return ''.join(c.choices[0].delta.content or '' for c in stream)",
@@ -58,6 +67,20 @@ WRONG = [
     (nb01.exercise_2, "def join_stream(stream):\n"
                       "    return ''.join(c.choices[0].message.content or '' for c in stream if c.choices)",
      "not in .message"),
+    (nb01.exercise_2, "def join_stream(stream):\n    chunks = list(stream)[1:]  # the first chunk only says the role\n"
+                      "    return ''.join(c.choices[0].delta.content or '' for c in chunks if c.choices)",
+     "the start of the reply is missing"),
+    (nb01.exercise_2, "def join_stream(stream):\n    chunks = list(stream)[:-2]  # the finish and usage chunks\n"
+                      "    return ''.join(c.choices[0].delta.content or '' for c in chunks if c.choices)",
+     "the end of the reply is missing"),
+    (nb01.exercise_2, "def join_stream(stream):\n    text = ''\n    for c in stream:\n"
+                      "        if not c.choices or c.choices[0].delta.role:\n            continue\n"
+                      "        text += c.choices[0].delta.content or ''\n    return text",
+     "the same chunk as the role"),
+    (nb01.exercise_2, "def join_stream(stream):\n    text = ''\n    for c in stream:\n"
+                      "        if c.choices and c.choices[0].finish_reason:\n            break\n"
+                      "        if c.choices:\n            text += c.choices[0].delta.content or ''\n    return text",
+     "the same chunk as finish_reason"),
 
     (nb02.exercise_1, nb02.exercise_1.stub, "too loose at 0.0"),
     (nb02.exercise_1, "my_threshold = 0.1", "too loose at 0.1"),
@@ -104,6 +127,10 @@ WRONG = [
     (nb03.exercise_1, answer("Office hours are on Tuesdays at 19:00 in Ostrow Hall [office-hours-cs]."),
      "does not say 19:00, Ostrow Hall"),
     (nb03.exercise_1, answer(""), "must be the text of an answer"),
+    (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00 in wrenfield hall [office-hours-cs]."),
+     "does not say wrenfield hall"),
+    (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00 with professor smith "
+                             "[office-hours-cs]."), "does not say professor smith"),
 
     (nb03.exercise_2, nb03.exercise_2.stub, "none expects off_topic, unsafe yet"),
     (nb03.exercise_2, 'my_requests = ["Where is the library?", "Tell me a joke"]', "must be a dict"),
@@ -130,6 +157,9 @@ RIGHT = [
     (nb01.exercise_1, prompt("Answer in 1 sentence.")),
     (nb01.exercise_1, prompt("Keep it short: one sentence.")),
     (nb01.exercise_1, prompt("You are Larkspur's campus helper. Reply in at most one sentence, greetings included.")),
+    (nb01.exercise_1, prompt("One short sentence, never two.")),
+    (nb01.exercise_1, prompt("Answer in one sentence, no exceptions, not even for greetings.")),
+    (nb01.exercise_1, prompt("Every reply, even to a hello, is a single sentence.")),
 
     (nb01.exercise_2, nb01.exercise_2.solution_code),
     (nb01.exercise_2, "def join_stream(stream):\n    text = ''\n    for chunk in stream:\n"
@@ -137,6 +167,11 @@ RIGHT = [
                       "    return text"),
     (nb01.exercise_2, "def join_stream(stream):\n    return ''.join(c.choices[0].delta.content for c in stream\n"
                       "                   if c.choices and c.choices[0].delta.content is not None)"),
+    (nb01.exercise_2, "def join_stream(stream):\n    parts = []\n    for chunk in stream:\n"
+                      "        for choice in chunk.choices:\n            if choice.delta.content:\n"
+                      "                parts.append(choice.delta.content)\n"
+                      "            if choice.finish_reason:\n                return ''.join(parts)\n"
+                      "    return ''.join(parts)"),
 
     (nb02.exercise_1, nb02.exercise_1.solution_code),
     (nb02.exercise_1, "my_threshold = 0.32"),

@@ -35,12 +35,12 @@ VLLM_WRONG = {
     "the backend named nim": (
         "def vllm_settings(base_url, model):\n    return load_settings('nim', base_url=base_url, chat_model=model)",
         "load_settings refused: backend 'nim' needs NVIDIA_API_KEY"),
-    "the backend set in os.environ": (
+    "the NVIDIA key removed from the environment": (
         "import os\n"
         "def vllm_settings(base_url, model):\n"
-        "    os.environ['WORKSHOP_BACKEND'] = 'openai-compatible'\n"
-        "    return load_settings(base_url=base_url, chat_model=model)",
-        "vllm_settings changed WORKSHOP_BACKEND in os.environ"),
+        "    os.environ.pop('NVIDIA_API_KEY', None)  # so that the key cannot go to the server\n"
+        "    return load_settings('openai-compatible', base_url=base_url, chat_model=model)",
+        "vllm_settings changed NVIDIA_API_KEY in os.environ; only the WORKSHOP_ settings choose a server"),
     "the NVIDIA key handed to the server": (
         "import os\nfrom helpers.llm.config import Settings\n"
         "def vllm_settings(base_url, model):\n"
@@ -54,6 +54,17 @@ VLLM_WRONG = {
 }
 
 VLLM_RIGHT = {
+    "the backend set in os.environ, as the summary says": (
+        "import os\n"
+        "def vllm_settings(base_url, model):\n"
+        "    os.environ['WORKSHOP_BACKEND'] = 'openai-compatible'\n"
+        "    return load_settings(base_url=base_url, chat_model=model)"),
+    "every setting in os.environ": (
+        "import os\n"
+        "def vllm_settings(base_url, model):\n"
+        "    os.environ.update(WORKSHOP_BACKEND='openai-compatible', WORKSHOP_BASE_URL=base_url,\n"
+        "                      WORKSHOP_CHAT_MODEL=model)\n"
+        "    return load_settings()"),
     "by keyword": "def vllm_settings(base_url, model):\n"
                   "    return load_settings(backend='openai-compatible', chat_model=model, base_url=base_url)",
     "Settings by hand": "from helpers.llm.config import Settings\n"
@@ -82,6 +93,8 @@ def test_04_1_independent_right_answers_pass(name, monkeypatch):
     monkeypatch.delenv("NVIDIA_API_KEY", raising=False)
     passed, said = verdict(nb04.exercise_1, VLLM_RIGHT[name])
     assert passed and said.startswith("✓"), said
+    assert ("in os.environ" in said) == ("os.environ" in VLLM_RIGHT[name]), said  # says what the environment does
+    assert os.environ.get("WORKSHOP_BACKEND") == "offline" and "WORKSHOP_CHAT_MODEL" not in os.environ
 
 
 def test_04_1_a_dotenv_written_for_a_local_server_does_not_pass_the_automatic_choice(tmp_path, monkeypatch):
@@ -137,6 +150,23 @@ DIAGNOSIS_WRONG = {
         "you said 'model not found'; it should be 'no such model'"),
     "the status's own text": ("def what_is_wrong(status):\n    return status.problem",
                               "ok=True you said ''; it should be 'ok'"),
+    "a key never tested read as rejected": (
+        "def what_is_wrong(status):\n"
+        "    if status.ok:\n        return 'ok'\n"
+        "    if not status.reachable:\n        return 'unreachable'\n"
+        "    if not status.key_accepted:\n        return 'key rejected'\n"
+        "    if status.model_found is False:\n        return 'no such model'\n"
+        "    return 'no chat reply'",
+        "you said 'key rejected'; it should be 'no chat reply' (key_accepted, model_found is None: the check "
+        "never got that far"),
+    "a model never looked up read as missing": (
+        "def what_is_wrong(status):\n"
+        "    if status.ok:\n        return 'ok'\n"
+        "    if not status.reachable:\n        return 'unreachable'\n"
+        "    if status.key_accepted is False:\n        return 'key rejected'\n"
+        "    if not status.model_found:\n        return 'no such model'\n"
+        "    return 'no chat reply'",
+        "you said 'no such model'; it should be 'no chat reply' (key_accepted, model_found is None"),
 }
 
 DIAGNOSIS_RIGHT = {
@@ -168,6 +198,67 @@ def test_04_2_a_wrong_diagnosis_names_the_status_it_got_wrong(name):
 def test_04_2_independent_right_answers_pass(name):
     passed, said = verdict(nb04.exercise_2, DIAGNOSIS_RIGHT[name])
     assert passed and said.startswith("✓"), said
+
+
+# ---------------------------------------------------------------- 05.1: a schema for get_current_time
+
+def time_tool(parameters: str, name: str = "get_current_time") -> str:
+    return ("my_time_tool = {'type': 'function', 'function': {'name': %r,\n"
+            "    'description': 'The current date, weekday and time in a time zone.',\n"
+            "    'parameters': %s}}" % (name, parameters))
+
+
+SCHEMA_WRONG = {
+    "the stub: the argument not described": (nb05.exercise_1.stub, "parameters.properties needs 'timezone'"),
+    "the optional argument required": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string'}}, 'required': ['timezone']}"),
+        "timezone has a default (America/Los_Angeles), so it is optional"),
+    "an argument the function does not take, required": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string'}, 'city': {'type': 'string'}},"
+                  " 'required': ['city']}"),
+        "the schema offers 'city' (and lists it as required), but get_current_time takes only timezone"),
+    "an optional argument the function does not take": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string'}, "
+                  "'format': {'type': 'string', 'enum': ['12h', '24h']}}, 'required': []}"),
+        "the schema offers 'format', but get_current_time takes only timezone"),
+    "the argument under another name": (
+        time_tool("{'type': 'object', 'properties': {'tz': {'type': 'string'}}, 'required': []}"),
+        "parameters.properties needs 'timezone' with type 'string'"),
+    "a number for a time zone": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'integer'}}, 'required': []}"),
+        "needs 'timezone' with type 'string'"),
+    "an enum that shuts out the default": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string', 'enum': ['UTC']}}, "
+                  "'required': []}"), "the enum lets the model ask only for ['UTC']"),
+    "another name": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string'}}, 'required': []}",
+                  name="current_time"), "it must be the function's name, 'get_current_time'"),
+    "required names a property that is not there": (
+        time_tool("{'type': 'object', 'properties': {'timezone': {'type': 'string'}}, 'required': ['zone']}"),
+        "a strict server would refuse this schema"),
+}
+
+SCHEMA_RIGHT = {
+    "a dict by hand, with a default and no extra properties": time_tool(
+        "{'type': 'object', 'properties': {'timezone': {'type': 'string', 'default': 'America/Los_Angeles',\n"
+        "    'description': 'An IANA zone name such as Europe/Paris'}}, 'additionalProperties': False}"),
+    "function_schema, required left out": (
+        "my_time_tool = function_schema('get_current_time', 'What time and day it is now, in a given zone.',\n"
+        "                               {'timezone': {'type': 'string'}}, required=[])"),
+}
+
+
+@pytest.mark.parametrize("name", SCHEMA_WRONG)
+def test_05_1_a_wrong_schema_gets_its_own_hint(name):
+    code, hint = SCHEMA_WRONG[name]
+    passed, said = verdict(nb05.exercise_1, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", SCHEMA_RIGHT)
+def test_05_1_independent_right_answers_pass(name):
+    passed, said = verdict(nb05.exercise_1, SCHEMA_RIGHT[name])
+    assert passed and said.startswith("✓") and "called get_current_time" in said, said
 
 
 # ---------------------------------------------------------------- 05.2: the tool message
@@ -337,8 +428,8 @@ CONFIGURED_SERVER = {"WORKSHOP_BACKEND": "openai-compatible", "WORKSHOP_BASE_URL
                      "WORKSHOP_CHAT_MODEL": "smollm2-135m-instruct", "WORKSHOP_SERVER_PROFILE": "llama.cpp"}
 
 
-@pytest.mark.parametrize("exercise", [nb04.exercise_1, nb04.exercise_2, nb05.exercise_2, nb06.exercise_1,
-                                      nb06.exercise_2], ids=lambda e: e.key)
+@pytest.mark.parametrize("exercise", [nb04.exercise_1, nb04.exercise_2, nb05.exercise_1, nb05.exercise_2,
+                                      nb06.exercise_1, nb06.exercise_2], ids=lambda e: e.key)
 def test_verdicts_are_the_same_when_the_notebook_talks_to_a_local_server(exercise, monkeypatch):
     """Nothing reaches the configured server (none listens on port 9): the checks judge on the stand-in."""
     for name, value in CONFIGURED_SERVER.items():

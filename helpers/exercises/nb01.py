@@ -18,6 +18,15 @@ _ASKS = ("What can you do?", "Who are you?", "How can you help me?", "What do yo
 _NEGATING = re.compile(r"\b(?:never|not|no|avoid|without|rather than|instead of|nor|neither|stop)\b|\b\w+n't\b",
                        re.I)
 _CLAUSES = re.compile(r"[.;!?:\n]+|,?\s+(?:but|and|however|though|actually)\s+|,\s+", re.I)
+# An exception to the rule ("except for greetings", "unless asked for more"); "no exceptions" is none.
+_EXCEPTION = re.compile(r"\b(?:except|unless|other than|apart from|besides|excluding|exempt\w*|save for|"
+                        r"(?:if|when|where) (?:needed|necessary|required|appropriate|asked)|only for questions)\b",
+                        re.I)
+_NO_EXCEPTION = re.compile(r"\b(?:without|with no|no|not even for)\s+(?:any\s+)?exceptions?\b", re.I)
+_GREETING = re.compile(r"\b(?:greet\w*|hello|hi|hey|salutations?|small talk|pleasantries|welcom\w*)\b", re.I)
+# a clause about greetings that asks more of them than one sentence ("greetings may be longer")
+_MORE = re.compile(r"\b(?:longer|more|freely|any length|several|multiple|many|detail\w*|at length|"
+                   r"introduce|list)\b", re.I)
 
 
 def _sentences(text: str) -> list[str]:
@@ -55,11 +64,29 @@ def _what_it_asks(prompt: str) -> str | None:
     return "your prompt says nothing about how long an answer may be. Say how long every answer may be"
 
 
+def _exception_in(prompt: str) -> str | None:
+    """The clause of a one-sentence prompt that exempts some answers from the rule (greetings, "if needed"),
+    or None. The exercise asks for one sentence for *every* answer, greetings included."""
+    for clause in re.split(r"[.;!?\n]+", _NO_EXCEPTION.sub(" ", prompt)):
+        clause = clause.strip()
+        if not clause:
+            continue
+        if _EXCEPTION.search(clause):
+            return clause
+        if _GREETING.search(clause) and length_limit(clause) != 1 and _MORE.search(clause):
+            return clause
+    return None
+
+
 def _check_system_prompt(my_system_prompt) -> str:
     if not isinstance(my_system_prompt, str) or not my_system_prompt.strip():
         raise Hint("my_system_prompt must be a non-empty string: the text of the system message.")
     client, settings = get_client(quiet=True), get_settings()
     wrong = _what_it_asks(my_system_prompt)
+    exception = None if wrong else _exception_in(my_system_prompt)
+    if exception:
+        wrong = (f"your prompt makes an exception ({exception!r}): the exercise asks for one sentence in every "
+                 "answer, greetings included. Drop the exception")
     questions = _questions(my_system_prompt)
     for question in questions:
         messages = [{"role": "system", "content": my_system_prompt}, {"role": "user", "content": question}]
@@ -97,8 +124,18 @@ def _text(content: str | None, finish: str | None = None) -> dict:
 HAND_MADE = ("The AI Club ", "meets on ", "Thursdays.")
 
 
-def _stream_of(pieces: tuple[str, ...] | list[str]) -> list[ChatCompletionChunk]:
-    """A role-only first chunk, the pieces, a finish chunk without text, a usage chunk without choices."""
+def _stream_of(pieces: tuple[str, ...] | list[str], shape: str = "separate") -> list[ChatCompletionChunk]:
+    """The chunks a server streams for these pieces, in one of two shapes servers really use.
+
+    "separate": a role-only first chunk, one chunk per piece, a finish chunk without text and a usage chunk
+    without choices (the stand-in, NIM). "packed": the role rides on the first piece and finish_reason on the
+    last, and no usage chunk follows (servers that ignore include_usage, such as llama.cpp).
+    """
+    if shape == "packed":
+        chunks = [{"index": 0, "delta": {"content": piece}, "finish_reason": None} for piece in pieces]
+        chunks[0]["delta"]["role"] = "assistant"
+        chunks[-1]["finish_reason"] = "stop"
+        return [_chunk([choice]) for choice in chunks]
     return ([_chunk([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}])]
             + [_chunk([_text(piece)]) for piece in pieces]
             + [_chunk([_text(None, "stop")]),
@@ -153,6 +190,14 @@ def _wrong_join(got, pieces: list[str] | tuple[str, ...]) -> str | None:
                     "them with nothing between ('').")
     if got == "".join(reversed(pieces)):
         return "join_stream joined the pieces in reverse order: keep the order they arrive in."
+    if expected.endswith(got):
+        return (f"the start of the reply is missing: join_stream returned {got!r} of {expected!r}. Some servers "
+                "send the first piece of text in the same chunk as the role, so read every chunk, the first "
+                "one included.")
+    if expected.startswith(got):
+        return (f"the end of the reply is missing: join_stream returned {got!r} of {expected!r}. Some servers "
+                "send the last piece of text in the same chunk as finish_reason and no usage chunk after it, so "
+                "read every chunk to the end (add a chunk's text before you look at finish_reason).")
     return (f"for the pieces {list(pieces)!r} join_stream returned {got!r}: add "
             "chunk.choices[0].delta.content of every chunk, in order, without separators.")
 
@@ -160,10 +205,12 @@ def _wrong_join(got, pieces: list[str] | tuple[str, ...]) -> str | None:
 def _check_join_stream(join_stream) -> str:
     if not callable(join_stream):
         raise Hint("join_stream must be a function that takes a stream and returns a string.")
-    for pieces in (HAND_MADE, _generated(7), _generated(2027)):
-        wrong = _wrong_join(_joined(join_stream, _stream_of(pieces)), pieces)
-        if wrong:
-            raise Hint(wrong)
+    for shape, streams in (("separate", (HAND_MADE, _generated(7), _generated(2027))),
+                           ("packed", (_generated(11), _generated(2028), HAND_MADE))):
+        for pieces in streams:
+            wrong = _wrong_join(_joined(join_stream, _stream_of(pieces, shape)), pieces)
+            if wrong:
+                raise Hint(wrong)
     question = [{"role": "user", "content": QUESTIONS[0]}]
     chunks = list(chat(question, client=get_client(quiet=True), stream=True,
                        stream_options={"include_usage": True}))
@@ -172,7 +219,8 @@ def _check_join_stream(join_stream) -> str:
     if got != expected:
         raise Hint(f"on a real stream join_stream returned {got[:80]!r}, but the pieces join to "
                    f"{expected[:80]!r}.")
-    return f"three streams made by hand and a real one of {len(chunks)} chunks join to the whole reply."
+    return (f"six streams made by hand, in both shapes servers send, and a real one of {len(chunks)} chunks "
+            "join to the whole reply.")
 
 
 exercise_1 = Exercise(

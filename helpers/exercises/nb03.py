@@ -7,6 +7,8 @@ gets "this server cannot decide" instead of a wrong verdict.
 """
 from __future__ import annotations
 
+import re
+
 from helpers.llm.client import get_client, get_settings
 from helpers.exercises import Exercise, Hint
 from helpers.retrieval.guardrails import SCOPE_CATEGORIES, check_grounding, check_scope
@@ -64,6 +66,17 @@ def _says_when(answer: str) -> bool:
     return day_index("Tuesday") in days and 14 * 60 in times
 
 
+# A person named by a title, in any case ("Professor Smith", "dr. okafor"): a name the passage must hold too.
+_TITLED = re.compile(r"\b(?:professor|prof|dr|doctor|mr|mrs|ms|miss)\.?\s+([a-z][\w'-]+)", re.I)
+
+
+def _people_not_in(answer: str, passage: str) -> list[str]:
+    """People the answer names by title whose names the passage does not mention (the judge reads only
+    capitalised names, so "with professor smith" would slip past it)."""
+    words = set(re.findall(r"[\w'-]+", passage.lower()))
+    return [match.group(0) for match in _TITLED.finditer(answer) if match.group(1).lower() not in words]
+
+
 def _check_grounded_answer(my_answer) -> str:
     if not isinstance(my_answer, str) or not my_answer.strip():
         raise Hint("my_answer must be the text of an answer.")
@@ -71,6 +84,7 @@ def _check_grounded_answer(my_answer) -> str:
         raise Hint(f"cite the entry you answer from, as the answering prompt asks: [{OFFICE_HOURS}].")
     passage = _office_hours_passage()
     missing = unsupported_claims(my_answer, passage)  # the stand-in judge's rule, on any backend
+    missing += [person for person in _people_not_in(my_answer, passage) if person not in missing]
     verdict = check_grounding(my_answer, passage, client=get_client(quiet=True))
     if missing:
         said = ("the judge did not approve it:" if not verdict.supported

@@ -59,9 +59,14 @@ def _restore(saved: dict[str, str], names: list[str]) -> None:
         os.environ.pop(name, None) if name not in saved else os.environ.__setitem__(name, saved[name])
 
 
+_SETTING_NAMES = ("WORKSHOP_BACKEND", "WORKSHOP_BASE_URL", "WORKSHOP_CHAT_MODEL", "WORKSHOP_SERVER_PROFILE",
+                  "WORKSHOP_EMBEDDINGS", "WORKSHOP_EMBEDDING_MODEL", "WORKSHOP_API_KEY")
+
+
 def _check_settings(vllm_settings) -> str:
     if not callable(vllm_settings):
         raise Hint("vllm_settings must be a function: def vllm_settings(base_url, model): ...")
+    set_in_environment: set[str] = set()  # the WORKSHOP_ settings the function wrote (put back after each call)
     for with_key in (False, True):
         key = _EXAMPLE_KEY if with_key else None
         with _only_the_environment(), _environment(**{
@@ -79,10 +84,11 @@ def _check_settings(vllm_settings) -> str:
                     changed = sorted(name for name in set(before) | set(os.environ)
                                      if before.get(name) != os.environ.get(name))
                     _restore(before, changed)
-                if changed:
-                    raise Hint(f"vllm_settings changed {', '.join(changed)} in os.environ, which changes what "
-                               "every later cell talks to; give load_settings the backend, base_url and "
-                               "chat_model as arguments instead")
+                if set(changed) - set(_SETTING_NAMES):
+                    raise Hint(f"vllm_settings changed {', '.join(sorted(set(changed) - set(_SETTING_NAMES)))} "
+                               "in os.environ; only the WORKSHOP_ settings choose a server, so leave the rest "
+                               "(the NVIDIA key above all) as it is")
+                set_in_environment.update(changed)
                 if not hasattr(settings, "backend"):
                     raise Hint(f"vllm_settings returned {type(settings).__name__}; return the Settings "
                                "that load_settings gives you")
@@ -94,7 +100,12 @@ def _check_settings(vllm_settings) -> str:
                                f"{settings.chat_model}: pass base_url= and chat_model=")
                 if settings.api_key == _EXAMPLE_KEY:
                     raise Hint("the NVIDIA key would go to a server that is not NVIDIA's")
-    return "the same notebooks would talk to any vLLM server, with or without an NVIDIA key configured"
+    done = "the same notebooks would talk to any vLLM server, with or without an NVIDIA key configured"
+    if set_in_environment:
+        return (f"{done}. Your function sets {', '.join(sorted(set_in_environment))} in os.environ, as a .env "
+                "file would; in a notebook that switches every later cell to that server (the check put "
+                "them back), while arguments to load_settings change only the settings it returns")
+    return done
 
 
 exercise_1 = Exercise(
@@ -124,6 +135,9 @@ def _statuses():
         # some servers list no models at all, yet answer: the chat request is what counts
         (EndpointStatus(**where, reachable=True, key_accepted=True, model_found=None, chat_works=True), "ok"),
         (EndpointStatus(**where, reachable=True, key_accepted=True, model_found=True), "no chat reply"),
+        # no model list to ask (a 404), then the chat request failed: the key was never tested either way
+        (EndpointStatus(**where, reachable=True, key_accepted=None, model_found=None), "no chat reply"),
+        (EndpointStatus(**where, reachable=True, key_accepted=None, model_found=True), "no chat reply"),
         (check_endpoint(make_client(offline), "my-favourite-model"), "no such model"),
     ]
 
@@ -136,7 +150,12 @@ def _check_diagnosis(what_is_wrong) -> str:
         if said != expected:
             fields = (f"reachable={status.reachable}, key_accepted={status.key_accepted}, "
                       f"model_found={status.model_found}, ok={status.ok}")
-            raise Hint(f"for a status with {fields} you said {said!r}; it should be {expected!r}")
+            untested = [name for name in ("key_accepted", "model_found") if getattr(status, name) is None]
+            why = ""
+            if said in ("key rejected", "no such model") and untested:
+                why = (f" ({', '.join(untested)} is None: the check never got that far, which is not the same "
+                       "as False)")
+            raise Hint(f"for a status with {fields} you said {said!r}; it should be {expected!r}{why}")
     return "every kind of failure named from the status fields, not from the text"
 
 

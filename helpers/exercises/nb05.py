@@ -3,6 +3,7 @@ configured (a small local model may answer without calling the tool, so a server
 and compare day counts with the tool's own result, so they pass on any day."""
 from __future__ import annotations
 
+import inspect
 import json
 
 from helpers.llm.client import chat
@@ -10,7 +11,7 @@ from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.llm.message_format import assistant_message_to_dict
 from helpers.standin.server import validate_tools
-from helpers.agent.tools import days_until_weekday, function_schema, run_tool, tool_schemas
+from helpers.agent.tools import REGISTRY, days_until_weekday, function_schema, run_tool, tool_schemas
 
 
 def _check_schema(my_time_tool) -> str:
@@ -27,9 +28,20 @@ def _check_schema(my_time_tool) -> str:
     timezone = (parameters.get("properties") or {}).get("timezone")
     if not isinstance(timezone, dict) or timezone.get("type") != "string":
         raise Hint("describe the argument: parameters.properties needs 'timezone' with type 'string'")
+    taken = inspect.signature(REGISTRY["get_current_time"].function).parameters
+    extra = [name for name in parameters.get("properties") or {} if name not in taken]
+    if extra:
+        needed = " (and lists it as required)" if set(extra) & set(parameters.get("required") or []) else ""
+        raise Hint(f"the schema offers {', '.join(map(repr, extra))}{needed}, but get_current_time takes only "
+                   f"{', '.join(taken)}: a model would send that argument and the call would fail. Describe the "
+                   "arguments the function has, no more")
     if "timezone" in (parameters.get("required") or []):
         raise Hint("timezone has a default (America/Los_Angeles), so it is optional: "
                    "leave it out of 'required'")
+    allowed = timezone.get("enum")
+    if allowed is not None and "America/Los_Angeles" not in allowed:
+        raise Hint(f"the enum lets the model ask only for {allowed!r}, but the function takes any IANA time "
+                   "zone: leave the enum out and say in the description what a time zone looks like")
     asked = chat([{"role": "user", "content": "What time is it?"}], settings=load_settings("offline"),
                  tools=[my_time_tool]).choices[0].message
     if not asked.tool_calls or asked.tool_calls[0].function.name != "get_current_time":
