@@ -426,6 +426,77 @@ def save_changes(executemany, changes: Changes) -> None:
     run(RAISE_VERSION_SQL, versions_saved(changes))
 
 
+FORGOTTEN = "[forgotten]"  # what stands where a forgotten text stood, in every row that quoted it
+FORGOTTEN_OUTCOME = "forgotten"  # the audit outcome of a deletion (its row names the fact, never its value)
+# How one user's rows are found in each table of OWNED_TABLES (default: its user_id column), children first;
+# ``forget_user_rows`` deletes from every table listed there, so a table a later migration adds is covered
+# once it is in OWNED_TABLES (tests/test_forget.py checks that every table is reached).
+USER_ROWS = {"provenance": "fact_id IN (SELECT id FROM facts WHERE user_id = ?)"}
+
+
+def forget_fact_rows(execute, user_id: str, fact_ids: Sequence[int], *, source_id: str, reason: str, at: str,
+                     texts: Sequence[str] = (), restore: Sequence[int] = (),
+                     hide_attribute: bool = True) -> list[AuditEntry]:
+    """Delete facts ``fact_ids`` of ``user_id`` (with their provenance) inside a write transaction whose
+    ``execute(sql, params)`` takes ``?`` placeholders; every backend.
+
+    Their values, and ``texts`` (the sentences that stated them), are replaced by ``FORGOTTEN`` in every
+    audit row and every remaining evidence of this user, so no row quotes them any more; the audit keeps
+    that a decision was made, and gains one ``forgotten`` row per deleted fact (its value ``FORGOTTEN``).
+    ``restore`` lists facts to make active again (the one an undone instruction had superseded). With
+    ``hide_attribute`` the facts' attribute names are replaced too, in the audit rows of their attributes and in
+    the new rows (an open domain's label can hold what was said: "sister maya's birthday").
+    Returns the new audit rows."""
+    ids = sorted({int(i) for i in fact_ids})
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
+    rows = execute(f"SELECT id, subject, attribute, value FROM facts WHERE user_id = ? AND id IN ({marks})",
+                   (user_id, *ids)).fetchall()
+    found = [row[0] for row in rows]
+    if not found:
+        return []
+    marks = ", ".join("?" * len(found))
+    execute(f"DELETE FROM provenance WHERE fact_id IN ({marks})", tuple(found))
+    execute(f"DELETE FROM facts WHERE id IN ({marks})", tuple(found))
+    execute(f"UPDATE facts SET superseded_by = NULL WHERE user_id = ? AND superseded_by IN ({marks})",
+            (user_id, *found))
+    for fact_id in restore:
+        execute("UPDATE facts SET status = ?, superseded_by = NULL, updated_at = ? WHERE user_id = ? AND id = ?",
+                (ACTIVE, at, user_id, int(fact_id)))
+    scrubbed = sorted({t for t in [*(row[3] for row in rows), *texts] if t and t != FORGOTTEN}, key=len,
+                      reverse=True)  # longest first: a sentence goes before a value inside it
+    for text in scrubbed:
+        execute("UPDATE audit SET value = REPLACE(value, ?, ?), reason = REPLACE(reason, ?, ?) WHERE user_id = ?",
+                (text, FORGOTTEN, text, FORGOTTEN, user_id))
+        execute("UPDATE provenance SET evidence = REPLACE(evidence, ?, ?) WHERE fact_id IN "
+                "(SELECT id FROM facts WHERE user_id = ?)", (text, FORGOTTEN, user_id))
+    if hide_attribute:
+        for attribute in sorted({row[2] for row in rows}):
+            execute("UPDATE audit SET attribute = ? WHERE user_id = ? AND attribute = ?",
+                    (FORGOTTEN, user_id, attribute))
+    entries = [AuditEntry(user_id, subject, FORGOTTEN if hide_attribute else attribute, FORGOTTEN, source_id,
+                          "user", None, FORGOTTEN_OUTCOME, reason, fact_id, 0, at)
+               for fact_id, subject, attribute, _ in rows]
+    for e in entries:
+        execute(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})",
+                (e.user_id, e.subject, e.attribute, e.value, e.source_id, e.source_kind, e.source_version,
+                 e.outcome, e.reason, e.fact_id, e.support, e.decided_at))
+    return entries
+
+
+def forget_user_rows(execute, user_id: str) -> int:
+    """Delete every row of ``user_id`` in every table the fact store owns (``OWNED_TABLES``, found by
+    ``USER_ROWS``), inside a write transaction; returns how many rows went. Nothing of the user is left,
+    not even an audit row."""
+    ordered = [t for t in OWNED_TABLES if t in USER_ROWS] + [t for t in OWNED_TABLES if t not in USER_ROWS]
+    gone = 0
+    for table in ordered:  # names from OWNED_TABLES, never from input
+        cursor = execute(f"DELETE FROM {table} WHERE {USER_ROWS.get(table, 'user_id = ?')}", (user_id,))
+        gone += max(cursor.rowcount, 0)
+    return gone
+
+
 class WorkingSet:
     """The keys of one transaction, loaded once; decisions change them here, then one save() stores it all."""
 
@@ -486,6 +557,10 @@ class _SQLiteTransaction:
 
     def save(self, changes: Changes) -> None:
         save_changes(self._conn.executemany, changes)
+
+    def execute(self, sql: str, params: Sequence = ()) -> sqlite3.Cursor:
+        """One statement inside this transaction (``?`` placeholders): what deletions use."""
+        return self._conn.execute(sql, params)
 
     def reserve_version(self, user_id: str, source_id: str, at_least: int = 0) -> int:
         """The next version of the source (``FactStore.reserve_version``), inside this write transaction."""
@@ -664,6 +739,19 @@ class SQLiteFactStore:
     def rejected_versions(self, user_id: str, source_id: str) -> set[int]:
         """The versions of this source audited as ``rejected``."""
         return {row[0] for row in self._read(REJECTED_VERSIONS_SQL, (user_id, source_id))}
+
+    def forget(self, user_id: str, fact_ids: Sequence[int], *, source_id: str, reason: str, at: str,
+               texts: Sequence[str] = (), restore: Sequence[int] = (),
+               hide_attribute: bool = True) -> list[AuditEntry]:
+        """Delete these facts, audited as deletions (``forget_fact_rows``), in one write transaction."""
+        with self.transaction() as txn:
+            return forget_fact_rows(txn.execute, user_id, fact_ids, source_id=source_id, reason=reason, at=at,
+                                    texts=texts, restore=restore, hide_attribute=hide_attribute)
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete every row of ``user_id`` (``forget_user_rows``); returns how many rows went."""
+        with self.transaction() as txn:
+            return forget_user_rows(txn.execute, user_id)
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""

@@ -16,8 +16,8 @@ from psycopg import pq
 
 from helpers.facts.fact_store import (OWNED_TABLES, READ_AUDIT_SQL, REJECTED_VERSIONS_SQL, SCHEMA_TABLE,
                                       SELECT_FACTS, AuditEntry, Changes, FactStoreError, LockKey, StoredFact,
-                                      fact_migrations, facts_by_key, facts_from_rows, read_facts_sql, save_changes,
-                                      version_after)
+                                      fact_migrations, facts_by_key, facts_from_rows, forget_fact_rows,
+                                      forget_user_rows, read_facts_sql, save_changes, version_after)
 from helpers.core.migrations import POSTGRES
 from helpers.core.postgres import Connections, check_schema, lock_id, migrate, schema_version
 
@@ -68,6 +68,10 @@ class _PGFactTransaction:
     def save(self, changes: Changes) -> None:
         cur = self._conn.cursor()
         save_changes(lambda sql, rows: cur.executemany(sql.replace("?", "%s"), rows), changes)
+
+    def execute(self, sql: str, params: Sequence = ()) -> psycopg.Cursor:
+        """One statement inside this transaction (``?`` placeholders, as every backend writes them)."""
+        return self._conn.execute(sql.replace("?", "%s"), params)
 
 
 class PostgresFactStore:
@@ -136,6 +140,22 @@ class PostgresFactStore:
     def rejected_versions(self, user_id: str, source_id: str) -> set[int]:
         """The versions of this source audited as ``rejected``."""
         return {row[0] for row in self._read(REJECTED_VERSIONS_SQL.replace("?", "%s"), (user_id, source_id))}
+
+    def forget(self, user_id: str, fact_ids: Sequence[int], *, source_id: str, reason: str, at: str,
+               texts: Sequence[str] = (), restore: Sequence[int] = (),
+               hide_attribute: bool = True) -> list[AuditEntry]:
+        """Delete these facts, audited as deletions (``forget_fact_rows``), under their keys' locks."""
+        facts = [f for f in self.read_facts(user_id, ("active", "superseded", "conflict", "ineligible"))
+                 if f.id in set(fact_ids)]
+        keys = [(f.user_id, f.subject, f.attribute, f.slot) for f in facts]
+        with self.transaction(keys) as txn:
+            return forget_fact_rows(txn.execute, user_id, fact_ids, source_id=source_id, reason=reason, at=at,
+                                    texts=texts, restore=restore, hide_attribute=hide_attribute)
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete every row of ``user_id`` (``forget_user_rows``); returns how many rows went."""
+        with self.transaction() as txn:
+            return forget_user_rows(txn.execute, user_id)
 
     def schema_version(self) -> int:
         """The highest fact migration applied."""
