@@ -213,9 +213,11 @@ def test_the_evaluation_set_reaches_90_percent_on_every_rule():
     import standin_eval
 
     cases = standin_eval.load_cases("all")
-    assert len(cases) >= 200 and {c["split"] for c in cases} == {"tune", "heldout", "fresh", "final"}
+    assert len(cases) >= 200 and {c["split"] for c in cases} == {"tune", "heldout", "fresh", "final", "tune_h3"}
     for rule, row in standin_eval.evaluate(cases).items():
         assert row["passed"] / row["cases"] >= 0.9, (rule, [case["id"] for case, _ in row["failures"]])
+    for group, row in standin_eval.evaluate_groups(cases).items():  # the outside testers' groups too
+        assert row["passed"] / row["cases"] >= 0.9, (group, [case["id"] for case, _ in row["failures"]])
 
 
 def test_the_judge_and_classifier_are_reached_through_their_prompts():

@@ -120,8 +120,9 @@ _ENDINGS = frozenset("e y ion ation ition ic ical al or er ee ment ive ist ism i
 
 def same_stem(a: str, b: str) -> bool:
     """Two stems of one word family: equal, or a shared beginning of 5+ letters (85% of the shorter word)
-    followed by word endings only ("advis"/"advisor", "graduate"/"graduation", "allergic"/"allergy")."""
-    if a == b:
+    followed by word endings only ("advis"/"advisor", "graduate"/"graduation", "allergic"/"allergy"), or one
+    is the other with its silent "e" restored ("liv"/"live", "com"/"come")."""
+    if a == b or (len(a) >= 3 and (a + "e" == b or b + "e" == a)):  # "living" -> "liv" is "live"
         return True
     shared = 0
     for x, y in zip(a, b):
@@ -691,6 +692,46 @@ def campus_nearness(text: str) -> tuple[float, float]:
     return float(scores.max()), float(shared)
 
 
+# ---------------------------------------------------------------- nearness to the user's own life
+
+# Kinds of personal attribute: what a question about the user's own life asks about, described once each.
+# A question nearer one of these than any campus sentence is about the person, not the campus ("what am I
+# allergic to?", "who is visiting me?"), while "where can I print my essay?" stays a campus task.
+PERSONAL_KINDS: tuple[str, ...] = (
+    "an allergy: a food or thing I'm allergic to",
+    "my health: an illness or medical condition I have",
+    "the medicine or treatment I take",
+    "what I can and cannot eat, my diet",
+    "my family: parents, brothers, sisters, grandparents, children",
+    "a friend, partner or roommate of mine and who I live with",
+    "a person visiting me or coming to see me",
+    "where I live, my home and my address",
+    "my own appointments, plans and schedule",
+    "my job, where I work and my shifts",
+    "my pet and its name",
+    "my birthday and my age",
+)
+
+
+def personal_nearness(text: str) -> float:
+    """The best similarity of a text to a kind of personal attribute (``PERSONAL_KINDS``)."""
+    return float(np.max(similarity(text, list(PERSONAL_KINDS))))
+
+
+def personal_kind(text: str) -> tuple[int, float]:
+    """The nearest kind of personal attribute (its index in ``PERSONAL_KINDS``) and how near it is."""
+    scores = similarity(text, list(PERSONAL_KINDS))
+    best = int(np.argmax(scores))
+    return best, float(scores[best])
+
+
+# Words for the members of a family: "is anyone in my family visiting?" is answered by "my mum is visiting"
+KIN = frozenset("mother mum mom mummy father dad daddy parent grandparent grandmother grandma granny gran "
+                "grandfather grandpa grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
+                "daughter child kid stepmother stepfather stepbrother stepsister twin".split())
+FAMILY = frozenset("family relative relation kin folk".split())
+
+
 # ---------------------------------------------------------------- harm
 
 # Kinds of harm, each with a harmless twin on the same topic: MiniLM scores topic strongly, so what decides
@@ -811,7 +852,8 @@ def length_limit(system: str) -> int | None:
     sentences", "one line"), brevity ("briefly", "keep it short", "concise") or length ("detailed", "a
     paragraph"), each possibly negated ("never", "don't", "avoid", "rather than" before it in the
     clause).
-    "Never answer in one sentence" asks for at least two; "don't write long answers" for a short one.
+    "Never answer in one sentence" asks for at least two, "never two sentences" for one; "don't write long
+    answers" for a short one.
     A request for at least N sentences, or for length, wins over a limit below it.
     """
     text = "\n".join(line for line in system.splitlines() if not is_block_line(line))
@@ -832,7 +874,9 @@ def length_limit(system: str) -> int | None:
             elif bound in ("no more than", "not more than", "no longer than", "at most", "up to",
                            "maximum of", "max"):
                 most.append(n)
-            else:
+            elif negated and n > 1:  # "never two sentences", "one short sentence, never two": fewer
+                most.append(n - 1)
+            else:  # "never answer in one sentence" asks for more than one
                 (least if negated else most).append(n + 1 if negated else n)
             clause = clause[:count.start()] + clause[count.end():]
         for pattern, negated_means, plain_means in ((_LONG, most, least), (_BRIEF, least, most)):

@@ -68,8 +68,9 @@ import numpy as np
 from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import read_fact_lines, read_quotes
 from helpers.core.profile_rules import stated_facts
-from helpers.standin.meaning import (GENERIC, STOP, campus_nearness, content_stems, facts_in, same_stem, sentences,
-                                     shared_stems, similarity, stem)
+from helpers.standin.meaning import (FAMILY, GENERIC, KIN, STOP, campus_nearness, content_stems, facts_in,
+                                     PERSONAL_KINDS, personal_kind, personal_nearness, same_stem, sentences, shared_stems,
+                                     similarity, stem)
 from helpers.standin.request_text import _is_ack, _text
 
 _TERMS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -113,7 +114,10 @@ _NAME_INTRO = re.compile(r"\b(?i:my name(?:'s| is)|name's|the name is|call me|i 
                          r"this is)\s+([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)")
 _CORRECTION = re.compile(r"\b(?:actually|now|instead|changed?|moved|switched|new|no longer|anymore|"
                          r"update[sd]?|correction|scratch that|renamed|reassigned|these days|not any more|"
-                         r"sorry)\b", re.I)
+                         r"sorry|swap(?:ped)?|pushed|postponed|rescheduled|brought forward|relocat\w*|"
+                         r"took over|taken over|replaced|turns out|from now on|"
+                         r"(?:from|starting|since) (?:this|next|last) (?:week|month|term|semester|year))\b",
+                         re.I)  # the words of a change of state: the value said before no longer holds
 _MY_TOPIC = re.compile(r"\bmy ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
                        r"have|got|changed|moved|starts?|ends?|lives?|visits?|works?|comes?|goes|meets?)\b",
                        re.I)
@@ -147,6 +151,21 @@ Pemberton Hall?", even after "my exam is in Pemberton Hall")."""
 STATEMENT_SIMILARITY = 0.45
 """A statement sharing no word with the question, and with no topic that matches, must be this close in
 meaning to the whole question for level 1 ("I'm vegetarian", which has no topic of its own)."""
+PERSONAL_SIMILARITY = 0.45
+"""A first-person question this near a kind of personal attribute (``meaning.PERSONAL_KINDS``: health, family,
+a visitor, home, work, ...) is about the user's life ("who do I share my room with?" 0.62) ..."""
+PERSONAL_MARGIN = 0.05
+"""... when it is also nearer that kind than any campus sentence by this much: "who do I see about my allergy on
+campus?" (0.56 personal, 0.59 campus) is a campus question."""
+CORRECTION_SIMILARITY = 0.2
+"""A change of state giving another value of the same kind (a room for a room) corrects a statement it is
+this near in meaning, or the question: "I switched to room 318 today" and "my seminar is in room 204" (0.31);
+"they moved us to room 112" and the same (0.24)."""
+KIND_QUESTION = 0.5
+"""A question this near a kind of personal attribute asks about the kind as a whole ("what can't I eat?" 0.83
+to "what I can and cannot eat"; "what's my blood type?" is 0.28 from any kind) ..."""
+KIND_STATEMENT = 0.3
+"""... and a statement nearest that kind, at least this near, answers it ("I'm vegetarian", 0.44)."""
 DONT_KNOW = "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
 """The answer to a strong question about the user that nothing in the request answers."""
 
@@ -232,6 +251,8 @@ def _asked(question: str) -> Asked | None:
         how = "strong"
     elif do_i and not _MODAL.search(low) and not _OBJECT.match(do_i.group("rest")):
         how = "strong"  # "where do I work on weekends?", "what car do I drive?": nothing but the user's life
+    elif _personal(core):
+        how = "strong"  # "what am I allergic to?", "who is visiting me?": the user's own life, by meaning
     else:
         how = "weak"    # "where do I print a poster?", "can I bring a friend?": campus tasks, unless said
     if not topic and kind != "name" and verb:
@@ -241,6 +262,14 @@ def _asked(question: str) -> Asked | None:
     preposition = stranded.group(1) if stranded and not topic else None
     return Asked(topic, kind, how, subject_is_user, " ".join(core.split()), bool(_SAID_QUESTION.search(low)),
                  verb, head, modifiers, owner, preposition)
+
+
+def _personal(question: str) -> bool:
+    """Is a first-person question about a kind of personal attribute (health, family, a visitor, home, ...)
+    rather than the campus: near a kind (``PERSONAL_SIMILARITY``) and nearer it than any campus sentence by
+    ``PERSONAL_MARGIN``?"""
+    personal = personal_nearness(question)
+    return personal >= PERSONAL_SIMILARITY and personal >= campus_nearness(question)[0] + PERSONAL_MARGIN
 
 
 def _phrase(low: str) -> tuple[str | None, frozenset, str | None]:
@@ -472,8 +501,20 @@ def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage:
     return (coverage == 1 and bool(topics)) or (defined and not checkable) or _supplies(asked.kind, item.text)
 
 
+def _same_kind_of_attribute(asked: Asked, item: _Said) -> bool:
+    """A general question about a kind of personal attribute ("what can't I eat?", "any health conditions?",
+    near it by ``KIND_QUESTION``) and a statement near that kind by
+    ``KIND_STATEMENT`` ("I'm vegetarian", "I'm allergic to shellfish"); or a question about the user's family and a statement naming a
+    member of it ("is anyone in my family coming?", "my mum is visiting")."""
+    if shared_stems(asked.topic, {stem(w) for w in FAMILY}):
+        if {stem(w) for w in KIN} & {stem(w) for w in _TERMS.findall(item.text.lower())}:
+            return True
+    kind, nearness = personal_kind(asked.core)
+    return nearness >= KIND_QUESTION and float(similarity(PERSONAL_KINDS[kind], [item.text])[0]) >= KIND_STATEMENT
+
+
 def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_similarity: float,
-           score: float) -> int:
+           score: float, same_kind: bool = False) -> int:
     """3: names every word asked about; 2: its topic is the same thing in other words (``TOPIC_SIMILARITY``)
     or it corrects a value and shares a word; 1: it shares a word or is close in meaning to the whole question
     (``STATEMENT_SIMILARITY``); else 0. A weak question needs level 2 or half the words asked about."""
@@ -481,7 +522,7 @@ def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_s
         level = 3
     elif topic_similarity >= TOPIC_SIMILARITY or (shared and _CORRECTION.search(item.text)):
         level = 2
-    elif shared or score >= STATEMENT_SIMILARITY:
+    elif shared or score >= STATEMENT_SIMILARITY or same_kind:
         level = 1
     else:
         return 0
@@ -505,11 +546,68 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
         return 0, coverage
     topics = [_without_generic(t) for t in _statement_topics(item)]
     topic_similarity = _topic_similarity(asked, topics)
-    if (_another_thing(topics, shared, topic_similarity) or _another_head(asked, item, topics)
+    same_kind = _same_kind_of_attribute(asked, item)
+    if ((_another_thing(topics, shared, topic_similarity) and not same_kind) or _another_head(asked, item, topics)
             or _another_kind_of_it(asked, item, topics, question_stems)
             or not _names_what_is_asked(asked, item, topics, coverage, topic_similarity)):
         return 0, coverage
-    return _level(asked, item, shared, coverage, topic_similarity, score), coverage
+    return _level(asked, item, shared, coverage, topic_similarity, score, same_kind), coverage
+
+
+def _changed_values(old: _Said, new: _Said) -> set[str]:
+    """The kinds of value ``old`` names that ``new`` gives another value of -- another room, time, day, number
+    or name, compared normalised ("7pm" and "19:00" are one time)."""
+    def values(item: _Said) -> dict[str, set]:
+        found: dict[str, set] = {}
+        for claim in facts_in(item.text).claims:
+            if claim.kind == "name" and _FIRST_PERSON.fullmatch(str(claim.value)):
+                continue  # "I'm" opening a sentence is no name
+            found.setdefault(claim.kind, set()).add(str(claim.value))
+        return found
+    before, after = values(old), values(new)
+    return {kind for kind in after if kind in before and after[kind] - before[kind]}
+
+
+def _owns_another_thing(item: _Said, head: str) -> bool:
+    """Does a statement speak of "my <noun>" for nouns other than ``head`` only (its change is theirs)?"""
+    nouns = [stem(m.group(1)) for m in re.finditer(r"\bmy ([a-z][\w-]*)\b", item.text, re.I)
+             if m.group(1).lower() not in STOP and m.group(1).lower() not in GENERIC]
+    return bool(nouns) and not shared_stems({head}, set(nouns))
+
+
+def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) -> bool:
+    """Is a newer statement a correction of the chosen one: a change of state ("switched", "now", "pushed
+    to", ``_CORRECTION``) of the same thing -- it names the thing's head noun ("team", "locker"), or it gives
+    another value of the same normalised kind (a room for a room: "I switched to room 318 today") and is
+    near it in meaning (``CORRECTION_SIMILARITY``) or about what is asked (a bare number must be: "they moved me
+    to bench 14" says nothing of "the number 12 bus"), or it is close in meaning to the
+    statement it corrects and about what is asked (``SAME_TOPIC``: "I started at the bookshop instead")?"""
+    if item.recency <= best.recency or item.superseded or not _CORRECTION.search(item.text):
+        return False
+    if item.kind in ("profile", "note") or _other_owner(asked, item, question_stems):
+        return False
+    head = _topic_head(best)
+    if head and shared_stems({head}, content_stems(item.text)):
+        return True  # it names the same thing, not merely the same owner
+    if head and _owns_another_thing(item, head):
+        return False  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
+    about_asked = bool(shared_stems(asked.topic, content_stems(item.text)))
+    near_old, near_question = (float(x) for x in similarity(item.text, [best.text, asked.core or best.text]))
+    changed = _changed_values(best, item)
+    if changed and _supplies(asked.kind, item.text) and (
+            about_asked or (changed != {"number"} and max(near_old, near_question) >= CORRECTION_SIMILARITY)):
+        return True
+    return about_asked and near_old >= SAME_TOPIC
+
+
+def _corrected(asked: Asked, best: _Said, matched: list[_Said], evidence: list[_Said],
+               question_stems: set[str]) -> _Said:
+    """The newest correction of the chosen statement (``_corrects``), among every statement of the user's:
+    a correction need not match the question by itself ("I switched to room 318 today")."""
+    for item in sorted({id(i): i for i in matched + evidence}.values(), key=lambda i: i.recency):
+        if _corrects(asked, best, item, question_stems):
+            best = item
+    return best
 
 
 def _about_user(messages: list[dict]) -> str | None:
@@ -539,11 +637,7 @@ def _about_user(messages: list[dict]) -> str | None:
         return None  # "where is Pemberton Hall?" asks the campus, even after "my exam is in Pemberton Hall"
     best = max(ranked, key=lambda pair: pair[0])[1]
     if not asked.said:  # a newer correction of the same thing wins over the value it replaced
-        head = _topic_head(best)
-        for _, item in ranked:
-            if (item.recency > best.recency and not item.superseded and _CORRECTION.search(item.text)
-                    and head and shared_stems({head}, content_stems(item.text))):
-                best = item  # it names the same thing ("team", "locker"), not merely the same owner
+        best = _corrected(asked, best, [item for _, item in ranked], evidence, question_stems)
     where = f" (turn {best.turn})" if best.turn is not None else ""
     if best.kind == "note":
         return f'You told me{where} that your {best.label} is now "{best.shown}".'

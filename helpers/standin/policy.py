@@ -403,15 +403,18 @@ def _answer_without_tools(messages: list[dict], question: str) -> str:
             passages += read_passage_lines(_text(message))  # helpers.core.context_format: "[id] title: text"
     if passages or re.search(r"^context:", _system_text(messages), re.I | re.M):
         return _answer_from_passages(question, passages)
-    if re.search(r"\b(hello|hi|hey|good (morning|afternoon|evening))\b", question.lower()):
+    if _GREETING.search(question):
         return (f"Hello, I'm the {STANDIN_NOTE} (deterministic rules, not a language model). "
                 "Ask me about Larkspur University's clubs, labs, office hours and events.")
     mentions = conversation_mentions(messages[:-1])
     if _BACKREF.search(question) and not mentions:
         return _unresolved(question, "something to refer back to")
-    return (f"I'm the {STANDIN_NOTE}, not a language model, so I can only answer from passages, tool "
+    return (f"I'm the {STANDIN_NOTE}, not a language model. I can only answer from passages, tool "
             "results or earlier turns in this conversation, and none of them covers that.")
 
+
+_GREETING = re.compile(r"^\W*(?:hello|hi+|hiya|hey+(?: there)?|howdy|greetings|yo|hallo|good (?:morning|afternoon|"
+                       r"evening|day))\b|\b(?:hello|hi there|hey there|good (?:morning|afternoon|evening))\b", re.I)
 
 ANSWER_SIMILARITY = 0.40  # below this, no retrieved sentence answers the question
 
