@@ -36,6 +36,8 @@ from helpers.retrieval.guardrails import FALLBACK, REFUSAL, check_grounding, che
 from helpers.memory.assembler import MemoryAssembler                         # 08-09: memory under a budget
 from helpers.memory.budget import DEFAULT_SHARES, Shares
 from helpers.memory.profile import ProfileMemory                             # 09: a view over 10's facts
+from helpers.memory.procedural import InstructedAssembler, Instructions, ProfileFacts  # 13: how to answer
+from helpers.memory.forget import ForgetReport, forget_request, forget_topic, forget_user  # 13: forgetting
 from helpers.core.context_format import one_line
 from helpers.sessions.conversation import Conversation, ForwardsToSession, memory_report  # 11-12: front ends
 from helpers.sessions.persistent import PersistentSession                    # 11: saved after every turn
@@ -106,20 +108,80 @@ class Assistant(ForwardsToSession, Conversation):
     is its session's, read as every conversation reads it (``ForwardsToSession``)."""
 
     def __init__(self, session: PersistentSession, facts: FactMemory, *, client: Any, settings: Any,
-                 owned: tuple = ()):
+                 owned: tuple = (), open_session: Callable[[str], PersistentSession] | None = None):
         self.session, self.facts = session, facts
         self.client, self.settings = client, settings
         self.user_id, self.session_id = session.user_id, session.session_id
         self.store = session.store
         self._owned = owned  # the stores open_assistant opened, closed by close()
+        self.instructions = Instructions(facts, self.user_id)  # 13: procedural memory, kept as facts
+        self.open_session = open_session  # session id -> that PersistentSession of this user (for forget)
 
     def ask(self, text: str) -> str:
-        """Scope rule, one saved turn, grounding check; returns the answer the user sees."""
-        return answered(self.session, text, client=self.client, settings=self.settings)
+        """Scope rule, one saved turn, grounding check; returns the answer the user sees. A request to forget
+        is carried out instead (no turn runs); the instructions a saved turn gives are learnt (13)."""
+        topic = forget_request(text) if isinstance(text, str) else None
+        if topic is not None:
+            return str(self.forget(topic))
+        newest = self.session.turn_ids[-1:]
+        answer = answered(self.session, text, client=self.client, settings=self.settings)
+        self.learn(text, newest)
+        return answer
 
     def stream(self, text: str):
         """``ask``, with the answer's text yielded as it arrives; returns the answer the user sees."""
-        return streamed(self.session, text, client=self.client, settings=self.settings)
+        topic = forget_request(text) if isinstance(text, str) else None
+        if topic is not None:
+            shown = str(self.forget(topic))
+            yield shown
+            return shown
+        newest = self.session.turn_ids[-1:]
+        answer = yield from streamed(self.session, text, client=self.client, settings=self.settings)
+        self.learn(text, newest)
+        return answer
+
+    # -- procedural memory and forgetting (notebook 13)
+    def learn(self, text: str, newest: list[int]) -> list:
+        """Once a turn is saved, write the instructions its user's words give (the user's words only: never a
+        tool result, a passage or the reply), at that turn's version; a refused or undone turn writes none.
+        ``newest`` is ``session.turn_ids[-1:]`` from before the question."""
+        kept = self.session.turn_ids[-1:]
+        if kept == newest or not kept or not isinstance(text, str):
+            return []
+        return self.instructions.learn(kept[0], text)
+
+    def instructions_report(self) -> str:
+        """The standing instructions as a numbered list."""
+        return self.instructions.report()
+
+    def undo_instruction(self) -> str:
+        """Take back the newest instruction; returns what was said."""
+        taken = self.instructions.undo()
+        return "No instruction to undo." if taken is None else f'Taken back: "{taken.value}".'
+
+    def forget_instruction(self, number: int) -> str:
+        """Delete the ``number``-th instruction (1 = the oldest), audited as a deletion."""
+        value = self.instructions.active()[number - 1].value if 1 <= number <= len(self.instructions.active()) \
+            else None
+        self.instructions.forget(number)
+        return f'Forgotten: "{value}".'
+
+    def forget(self, topic: str) -> ForgetReport:
+        """Forget ``topic`` in every layer: facts (audited deletions), every conversation of this user (turns,
+        summary, recall, profile statements), saved at once (``helpers.memory.forget``)."""
+        sessions = [self.session]
+        if self.open_session is not None:
+            for info in self.store.list_sessions(self.user_id):
+                if info.session_id != self.session_id:
+                    sessions.append(self.open_session(info.session_id))
+        return forget_topic(topic, user_id=self.user_id, facts=self.facts, sessions=sessions)
+
+    def forget_me(self) -> dict:
+        """Delete every row of this user in both stores; this conversation starts again, empty (unsaved)."""
+        gone = forget_user(self.user_id, store=self.store, facts=self.facts)
+        self.session.session.reset()
+        self.session.revision, self.session._synced = 0, None  # nothing is stored any more
+        return gone
 
     def memory_report(self, *, facts: bool = True) -> str:
         """The summary, the profile (read from the fact store) and, unless ``facts=False``, the active facts."""
@@ -238,10 +300,12 @@ def open_assistant(settings: Any = None, user_id: str = "learner", session_id: s
     settings = settings or get_settings()
     client = client or get_client(settings, quiet=True)
 
-    def session_on(store: Any, facts: FactMemory | None) -> PersistentSession:
-        profile = ProfileMemory(facts=facts, user_id=user_id)  # facts=None: a private store in memory
-        memory = MemoryAssembler(profile=profile, shares=shares)
-        return PersistentSession.open(store, user_id, session_id, client=client, settings=settings,
+    def session_on(store: Any, facts: FactMemory | None, name: str = session_id) -> PersistentSession:
+        profile = ProfileMemory(facts=ProfileFacts(facts) if facts is not None else None,  # facts=None: a private
+                                user_id=user_id)                                          # store in memory
+        memory = InstructedAssembler(profile=profile, shares=shares,  # 13: the instructions' block
+                                     instructions=Instructions(facts, user_id) if facts is not None else None)
+        return PersistentSession.open(store, user_id, name, client=client, settings=settings,
                                       memory=memory, max_turns=window, max_tokens=budget, verbose=verbose)
 
     owned: tuple = ()
@@ -255,4 +319,5 @@ def open_assistant(settings: Any = None, user_id: str = "learner", session_id: s
         for opened in owned:
             opened.close()
         raise
-    return Assistant(session, facts, client=client, settings=settings, owned=owned)
+    return Assistant(session, facts, client=client, settings=settings, owned=owned,
+                     open_session=lambda name: session_on(store, facts, name))

@@ -1,7 +1,7 @@
 """The standing-instructions block of a system prompt (notebook 13): written here, read here.
 
 Procedural memory keeps how a user wants to be answered ("no bullet points, please") as facts
-(``helpers.facts.instructions``). Before each turn they are added to the system prompt as a block of its
+(``helpers.facts.instruction_facts``). Before each turn they are added to the system prompt as a block of its
 own: a header line, then one quoted line per instruction, in the user's own words::
 
     Standing instructions from the user (follow each one in every answer):

@@ -1,7 +1,7 @@
 """Procedural memory (notebook 13): how this user wants to be answered, learnt from their feedback.
 
 ``Instructions`` keeps one user's standing instructions in their ``FactMemory`` (the rule and the
-attribute set are ``helpers.facts.instructions``; the write path is every fact's). It can
+attribute set are ``helpers.facts.instruction_facts``; the write path is every fact's). It can
 
 * ``learn(turn_id, user_text)``: write the instructions in the user's words of one turn (only those: the
   caller passes the user's text, never a tool result, a passage or the assistant's reply);
@@ -25,7 +25,7 @@ from helpers.core.clock import now
 from helpers.core.errors import ConfigError
 from helpers.core.instruction_block import with_instructions, write_instruction_block
 from helpers.facts.fact_store import SUPERSEDED, StoredFact
-from helpers.facts.instructions import INSTRUCTION_SUBJECT, INSTRUCTIONS
+from helpers.facts.instruction_facts import INSTRUCTION_SUBJECT, INSTRUCTIONS
 from helpers.facts.pipeline import RuleExtractor, write_turn
 from helpers.memory.assembler import MemoryAssembler
 

@@ -38,6 +38,7 @@ from helpers.retrieval.embeddings import EMBEDDING_DIM, local_embed
 from helpers.core.text import bracket_depth
 from helpers.standin import schemas
 from helpers.standin.policy import decide
+from helpers.standin.instructions import apply as honour_instructions  # notebook 13: a required detail
 from helpers.standin.validation import (CHAT_MODELS, MAX_NESTING, NOT_DONE, _RequestError, check_chat_request,
                                         error_response, nesting_depth, validate_tools)
 
@@ -221,8 +222,9 @@ def _reply(body: dict) -> tuple[dict, dict]:
     choice = body.get("tool_choice")
     mode, offered = _tool_mode(choice, tools)
     restricted = isinstance(choice, dict) and mode != "named"  # allowed_tools: only those may be called
-    decision = decide(_readable(messages), (offered or None) if restricted else tools,
-                      mode if restricted else choice)
+    readable = _readable(messages)
+    decision = honour_instructions(decide(readable, (offered or None) if restricted else tools,
+                                          mode if restricted else choice), readable)
     question = _question(messages)
     calls = _tool_calls(body, decision, mode, offered, question)
     seed = _digest([messages, tools])[:8]
