@@ -77,6 +77,18 @@ RULES: tuple[tuple[str, str], ...] = (
     # "12 Elm St. Apt 4" yields "12 Elm St": a known limit of rules that the LLM extractor does not have)
     ("shipping_address", r"\bmy\s+(?:new\s+)?(?:shipping\s+|delivery\s+|home\s+)?address\s+is\s+(?:now\s+)?"
      + _UNTIL_SENTENCE_END),
+    # "I switched my deliveries to evenings", "move the deliveries to the afternoon": a changed window
+    ("delivery_window", r"\b(?:switch(?:ed)?|mov(?:e|ed)|chang(?:e|ed)|shift(?:ed)?|push(?:ed)?)\s+"
+     r"(?:my\s+|the\s+|all\s+)?" + _DELIVERIES + r"\s+(?:over\s+)?to\s+(?:the\s+)?" + _WINDOW + r"\b"),
+    # "I've moved to 9 Oak Avenue", "we now live at 40 Mill Lane": a new address worded without "my address";
+    # only a street number makes it an address ("I moved to the evening shift" is none)
+    ("shipping_address", r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|now\s+)?(?:moved|relocated)\s+"
+     r"(?:house\s+)?to\s+(?=\d)" + _UNTIL_SENTENCE_END),
+    ("shipping_address", r"\b(?:i|we)(?:'m|\s+am|'re|\s+are)?\s+(?:now\s+)?(?:living|live|based)\s+(?:now\s+)?at\s+"
+     r"(?=\d)" + _UNTIL_SENTENCE_END),
+    # "switch my contact to text", "I changed my contact preference to email"
+    ("preferred_contact", r"\b(?:switch(?:ed)?|chang(?:e|ed))\s+(?:my\s+)?contact(?:\s+preference)?\s+(?:over\s+)?to\s+"
+     r"(?P<value>e-?mail|text(?:\s+messages?)?|sms|phone)\b"),
     # "contact me by email", "reach me via text"
     ("preferred_contact", r"\b(?:contact|reach|message)\s+me\s+(?:by|via|through|over|on)\s+"
      r"(?P<value>e-?mail|text(?:\s+messages?)?|sms|phone)\b"),
@@ -93,7 +105,9 @@ _CLAIMED = {"delivery window": "delivery_window", "delivery time": "delivery_win
             "contact preference": "preferred_contact"}
 # A turn containing one of these cues marks its candidates as explicit corrections (written synchronously).
 CORRECTION_CUES = (r"\b(?:actually|correction|scratch\s+that|instead|no\s+wait|(?:make|change|switch)\s+"
-                   r"(?:that|it)|new\s+address|i(?:'ve|\s+have)?\s+moved)\b")
+                   r"(?:that|it)|new\s+address|(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:moved|relocated)|"
+                   r"switched|changed|from\s+now\s+on|no\s+longer|any\s?more|now\s+live|"
+                   r"(?:move|switch|change|shift)\s+(?:my|the|all)\s+(?:deliveries|delivery|contact))\b")
 _LIST_SPLIT = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+)\s*")
 
 EXTRACTION_MAX_TOKENS = 600  # the reply's bound: a handful of facts fit easily; a runaway reply stops here
