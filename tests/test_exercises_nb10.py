@@ -120,6 +120,15 @@ WRONG_RULES = {  # name: (my_decide's cell, the hint it must get)
                                        "and c.attribute in USER_OWNED"), "Any source of kind 'user'"),
     "rivals left as rivals": (_wrapped(plan="Plan(CORRECTION, 'customer', plan.same, plan.replaced, plan.rivals)"),
                               "A correction leaves no rivals"),
+    "only the rivals superseded": (_wrapped(plan="Plan(CORRECTION, 'customer', plan.same, plan.rivals)"),
+                                   "would stay live beside the new value"),
+    "only the rivals superseded, as a copy": (HEAD + (
+        "from dataclasses import replace\n\n"
+        "def my_decide(c, stored):\n"
+        "    plan = decide(c, stored)\n"
+        "    if plan.outcome == CONFLICT and c.source_kind == 'user' and c.attribute in USER_OWNED:\n"
+        "        return replace(plan, outcome=CORRECTION, replaced=list(plan.rivals), rivals=[])\n"
+        "    return plan\n"), "a correction supersedes both"),
     "an insert instead": (_wrapped(plan="Plan(INSERT, 'new', plan.same)"), "is a correction, not a conflict"),
     "same dropped": (_wrapped(plan="Plan(CORRECTION, 'customer', None, [*plan.replaced, *plan.rivals])"),
                      "Keep plan.same"),

@@ -203,6 +203,12 @@ SCENARIOS = (
      _claim(WINDOW_ATTR, "evenings", "assistant:dana", "assistant", 3),
      "An assistant's claim is not evidence and stays rejected: the rule is for the customer's own words "
      "(c.source_kind == 'user'), not for every source that is not a tool."),
+    ("Dana's own 'morning' is in conflict with the CRM's 'evening'; now Dana says 'afternoon'",
+     [_fact(1, WINDOW_ATTR, "morning", CONFLICT, ("chat:dana", "user", 1)),
+      _fact(2, WINDOW_ATTR, "evening", CONFLICT, ("crm", "tool", 7))],
+     _claim(WINDOW_ATTR, "afternoon", "chat:dana", "user", 4),
+     "Dana's own older 'morning' is in plan.replaced, the CRM's 'evening' in plan.rivals: a correction "
+     "supersedes both, replaced = plan.replaced + plan.rivals."),
     ("Dana says 'mornings' again while the CRM's 'evening' conflicts with it",
      [_fact(1, WINDOW_ATTR, "morning", CONFLICT, ("chat:dana", "user", 1)),
       _fact(2, WINDOW_ATTR, "evening", CONFLICT, ("crm", "tool", 7))],
@@ -267,6 +273,11 @@ def _judge_plan(label: str, got: Any, expected: Plan, stored: list[StoredFact], 
     if expected.outcome == CORRECTION == got.outcome and mine[1] != wanted[1]:
         raise Hint(f"{lead} Keep plan.same: it is the fact that already holds the new value (the writer "
                    "adds the source to it instead of inserting a copy).")
+    if expected.outcome == CORRECTION == got.outcome and set(mine[2]) < set(wanted[2]):
+        kept = [f.value for f in expected.replaced if f.id not in mine[2]]
+        raise Hint(f"{lead} {kept} would stay live beside the new value. The customer's own older value is in "
+                   "decide's plan.replaced, a tool's in plan.rivals: a correction supersedes both, "
+                   "replaced = plan.replaced + plan.rivals.")
     if expected.outcome == CORRECTION == got.outcome:
         raise Hint(f"{lead} Supersede every other live value: plan.replaced and plan.rivals together.")
     raise Hint(f"{lead} {hint or 'Everything the rule does not cover is decided as decide decides it.'}")
