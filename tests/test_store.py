@@ -901,11 +901,14 @@ def test_a_schema_version_1_database_is_migrated_and_keeps_working(any_store, mo
     session = recalling(any_store)
     for text in [*STATEMENTS, LOCKER]:
         session.chat(text)
-    run_sql(any_store, "DROP TABLE recall_vectors")  # the database as version 1 left it
+    for table in ("recall_lines", "recall_pieces", "recall_vectors"):  # the database as version 1 left it
+        run_sql(any_store, f"DROP TABLE {table}")
+    if isinstance(any_store, SQLiteSessionStore):
+        run_sql(any_store, "DROP TABLE recall_lines_fts")
     run_sql(any_store, "DELETE FROM session_schema WHERE version > 1")
     assert any_store.schema_version() == 1
     store = reopened(any_store)
-    assert store.schema_version() == store_module.MIGRATIONS[-1][0] == 4
+    assert store.schema_version() == store_module.MIGRATIONS[-1][0] == 5
     restored = recalling(store)
     assert restored.session.turn_ids == [2, 3] and restored.session.memory.recall.pending == [0, 1, 2]
     assert "4471" in restored.chat(LOCKER)  # embeds the old turns once, and the save stores them

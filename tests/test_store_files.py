@@ -150,8 +150,8 @@ def test_each_store_accepts_the_other_stores_file(tmp_path):
 PINNED_MIGRATIONS = {
     "facts on SQLite": "c5eaf173d14e74afb3c9dd7b1d404e38cdaaa3808a554e18c1fedd5ad93fe149",
     "facts on PostgreSQL": "56ee91e0b127f0b47a72bd4193c1b5882615801a44fbc8cd9285a92430c22ac7",
-    "sessions on SQLite": "9c9eef46967a616b2a7b4ea80955fdbd2039482fb84d75face502b066b87df4e",
-    "sessions on PostgreSQL": "5a4daee9ca10cd840dc9839e16d7757d56370fdf94eaff4093656c7b263cca57",
+    "sessions on SQLite": "0a63a3b5c550a6cdc34be668158924c553e0138b6e4bb583ef2e9012892deef5",
+    "sessions on PostgreSQL": "40377e3f252cb098f2ec78beb8b0a1718ee9c795f3b47c7e230459902650709b",
 }
 
 

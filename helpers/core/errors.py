@@ -59,7 +59,8 @@ The tree (module where each is defined, and what it means)::
     ├── EmbeddingTruncationWarning (retrieval.embeddings): a text was cut to the model's length
     ├── CacheWarning (retrieval.knowledge): a cached embedding file was unusable and rebuilt
     ├── DotenvWarning (llm.dotenv_file): a .env file another user could have written was ignored
-    └── RecallWarning (memory.recall_index), SummaryWarning (memory.summary), ProfileWarning (memory.profile)
+    ├── RecallWarning (memory.recall_index), SummaryWarning (memory.summary), ProfileWarning (memory.profile)
+    └── VectorSearchWarning (sessions.recall_search): a PostgreSQL store without pgvector searches recall in Python
 
 Control flow, not errors: these classes never leave the code that raises them, so they stay outside the tree
 (tests/test_errors.py checks that every exception class under ``helpers/`` is either in the tree or here)::

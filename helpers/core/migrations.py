@@ -26,22 +26,28 @@ class Dialect(NamedTuple):
     blob: str           # bytes
     table_suffix: str   # after a table whose primary key is not a single integer
     identity: str       # an id the database hands out itself
+    name: str = ""      # "sqlite" or "postgresql": for what only one of them has (FTS5, tsvector)
 
 
 SQLITE = Dialect(key_text="TEXT", big_int="INTEGER", blob="BLOB", table_suffix=" WITHOUT ROWID",
-                 identity="INTEGER PRIMARY KEY")
+                 identity="INTEGER PRIMARY KEY", name="sqlite")
 POSTGRES = Dialect(key_text='TEXT COLLATE "C"', big_int="BIGINT", blob="BYTEA", table_suffix="",
-                   identity="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+                   identity="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", name="postgresql")
 
 
-def apply_migrations(conn: sqlite3.Connection, table: str, migrations: Sequence[Migration]) -> None:
-    """Apply, inside the caller's open write transaction, every migration not yet recorded in ``table``."""
+def apply_migrations(conn: sqlite3.Connection, table: str, migrations: Sequence[Migration]) -> list[int]:
+    """Apply, inside the caller's open write transaction, every migration not yet recorded in ``table``.
+
+    Returns the versions applied now (so a store can move existing rows in the same transaction)."""
     conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                  "applied_at TEXT NOT NULL)")  # a fixed name from this package, never user input
     done = {row[0] for row in conn.execute(f"SELECT version FROM {table}")}
+    applied = []
     for version, name, statements in migrations:
         if version not in done:
             for statement in statements:
                 conn.execute(statement)
             conn.execute(f"INSERT INTO {table} (version, name, applied_at) VALUES (?, ?, ?)",
                          (version, name, now().isoformat()))
+            applied.append(version)
+    return applied

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import psycopg
 from psycopg import sql
@@ -140,11 +140,13 @@ def check_schema(dsn: str, schema: str | None, error: type[RuntimeError], connec
 
 
 def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str, tuple[str, ...]]],
-            owned: Sequence[str]) -> None:
+            owned: Sequence[str], after: Callable[[psycopg.Connection, list[int]], None] | None = None) -> None:
     """Apply missing migrations under an advisory lock; refuse newer or foreign schemas untouched.
 
     SQLite files use ``helpers.core.migrations.apply_migrations``; this runner also serialises processes
-    that start at once, creates the ``schema=`` and refuses tables it did not create.
+    that start at once, creates the ``schema=`` and refuses tables it did not create. ``after(conn,
+    applied)`` runs last in the same transaction, under the lock, with the versions applied now (a store
+    moves existing rows there, or adds what depends on an extension).
     """
     conn = conns.get()
     with conn.transaction():
@@ -156,12 +158,16 @@ def migrate(conns: Connections, table: str, migrations: Sequence[tuple[int, str,
             conn.execute(sql.SQL("CREATE TABLE {} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                                  "applied_at TEXT NOT NULL)").format(sql.Identifier(table)))
             done = set()
+        applied = []
         for version, name, statements in migrations:
             if version not in done:
                 for statement in statements:
                     conn.execute(statement)
                 conn.execute(sql.SQL("INSERT INTO {} (version, name, applied_at) VALUES (%s, %s, %s)").format(
                     sql.Identifier(table)), (version, name, now().isoformat()))
+                applied.append(version)
+        if after is not None:
+            after(conn, applied)
 
 
 def schema_version(conns: Connections, table: str) -> int:

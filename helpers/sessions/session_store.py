@@ -1,6 +1,6 @@
 """Saved conversations on SQLite (lesson 11): ``SQLiteSessionStore``, and every name of the session stores.
 
-A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snapshot()``, in three tables:
+A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snapshot()``, in these tables:
 
 * ``sessions``: one row per conversation: a JSON header (system prompt, limits, the window's turn ids,
   ``next_id``, the snapshot's ``memory`` field with any summary or profile), a ``revision`` that grows
@@ -17,6 +17,10 @@ A session is stored under ``(user_id, session_id)`` from its ``ChatSession.snaps
   hands them back to the session's recall index (``import_stored_vectors``), so the first recall
   after a restart embeds nothing that was already embedded; vectors of another model, or of pieces
   that changed, are ignored and embedded again. The header JSON never carries vectors.
+* ``recall_pieces`` and ``recall_lines``: the same vectors one row per piece, and each side of a turn with
+  its words under an FTS5 index (``recall_lines_fts``), written with the vectors, so that
+  ``helpers.sessions.recall_search`` searches a user's every session in the file (BM25 by FTS5's
+  ``bm25()``, the embedding brute force over that user's rows).
 
 The session stores are split by job; this module keeps ``from helpers.sessions.session_store import X`` working
 for all of them:
@@ -55,7 +59,9 @@ from helpers.core.ids import MAX_ID_CHARS
 from helpers.core.migrations import SQLITE, apply_migrations
 from helpers.facts.fact_store import FACT_STORE_TABLES, share_file_with  # the fact store's own tables
 from helpers.sessions.store_sql import (DELETE_SQL, LIST_SQL, LOAD_SQL, SCHEMA_TABLE, SESSION_TABLES,
-                                        SessionStoreBase, check_fork, restore, session_migrations)
+                                        SQLITE_SEARCH_TABLES, SessionStoreBase, check_fork, restore,
+                                        session_migrations)
+from helpers.sessions.recall_rows import backfill
 from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, decode_state, encode_changes,
                                        encode_state, encode_vectors, has_lone_surrogates, import_stored_vectors,
                                        pieces_digest, recall_index, storable_text)
@@ -74,7 +80,7 @@ __all__ = [  # what notebooks, tests and the other modules import from here
 
 # Every table this store creates (MIGRATIONS and SCHEMA_TABLE). A fact store's file may hold them too: the
 # fact store learns them here, since it may not import this layer.
-SESSION_STORE_TABLES = frozenset({SCHEMA_TABLE, *SESSION_TABLES})
+SESSION_STORE_TABLES = frozenset({SCHEMA_TABLE, *SESSION_TABLES, *SQLITE_SEARCH_TABLES})
 share_file_with(SCHEMA_TABLE, SESSION_STORE_TABLES)
 # SQLite result codes that mean "you may not write here", not "the file is damaged".
 _NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
@@ -245,7 +251,8 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
-            apply_migrations(conn, SCHEMA_TABLE, MIGRATIONS)
+            if 5 in apply_migrations(conn, SCHEMA_TABLE, MIGRATIONS):  # vectors stored before: their search rows
+                backfill(conn.execute, conn.executemany)
 
     # -- plumbing
     @property

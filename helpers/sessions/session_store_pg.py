@@ -3,7 +3,10 @@
 Everything built on the protocol (``PersistentSession``, the chat UI, the terminal chat) runs unchanged.
 A save takes an advisory lock on ``(user_id, session_id)`` and writes the header, the changed turn
 rows and the recall vectors not stored yet (float32 bytes in a BYTEA) in one transaction; a load reads
-them in one REPEATABLE READ snapshot. The tables and the SQL of a save, a load and a listing are written once,
+them in one REPEATABLE READ snapshot. When the database has pgvector (``CREATE EXTENSION vector``; the
+store creates it when it may), each recall piece also goes into a ``vector`` column with an HNSW index
+per vector size, and recall is searched there (``helpers.sessions.recall_search``); without it the
+search loads the user's vectors into Python and says so once. The tables and the SQL of a save, a load and a listing are written once,
 in ``helpers.sessions.store_sql``: here in PostgreSQL's dialect (``POSTGRES``: its types, and ``COLLATE "C"``
 so both backends sort alike).
 
@@ -26,6 +29,8 @@ from helpers.core.migrations import POSTGRES
 from helpers.sessions.store_sql import (DELETE_SQL, INFO_COLUMNS, LIST_SQL, LOAD_SQL, SCHEMA_TABLE,
                                         SESSION_TABLES, SessionStoreBase, session_migrations)
 from helpers.sessions.encoding import EncodedChanges, EncodedSession
+from helpers.sessions.pgvector import fill_vector_column, hnsw_index_sql, pgvector_type, vector_text
+from helpers.sessions.recall_rows import PIECE_COLUMNS, backfill
 from helpers.sessions.protocol import SessionInfo, SessionStoreError, StoredSession, check_ids, check_user_id
 
 SESSION_MIGRATIONS = session_migrations(POSTGRES)  # the tables, written once in store_sql for both backends
@@ -80,13 +85,57 @@ class PostgresSessionStore(SessionStoreBase):
     def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 5):
         self._conns = Connections(dsn, schema, SessionStoreError, connect_timeout)
         self.where = self._conns.where
+        self.vector_type: str | None = None  # pgvector's type, schema-qualified, when this database has it
+        self._indexed: set[int] = set()  # vector sizes that have their HNSW index
         try:
-            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES)
+            migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES, after=self._after_migrate)
         except psycopg.Error as err:
             self._conns.close()
             raise SessionStoreError(f"preparing the session tables on {self.where} failed "
                                     f"({self._reason(err)}); nothing was changed - check that this user may "
                                     "create tables there") from None
+
+    # -- recall searched in the database (helpers.sessions.recall_search)
+    def _after_migrate(self, conn: psycopg.Connection, applied: list[int]) -> None:
+        """Under the migration lock: derive the search rows of vectors stored before migration 5, and, when
+        the database has pgvector, give recall_pieces its ``vector`` column (filled from the float32 bytes
+        already stored: nothing is embedded again) and an HNSW index per vector size."""
+        execute = lambda q, args=(): conn.execute(_pg(q), args)  # noqa: E731
+        cur = conn.cursor()
+        executemany = lambda q, rows: cur.executemany(_pg(q), rows)  # noqa: E731
+        self.vector_type = pgvector_type(conn)
+        if self.vector_type is not None:
+            conn.execute(f"ALTER TABLE recall_pieces ADD COLUMN IF NOT EXISTS embedding {self.vector_type}")
+            conn.execute("CREATE INDEX IF NOT EXISTS recall_pieces_unindexed ON recall_pieces (user_id) "
+                         "WHERE embedding IS NULL")  # finds rows a store without pgvector wrote, at no cost
+        if 5 in applied:
+            backfill(execute, executemany, self._insert_pieces)
+        if self.vector_type is not None:
+            fill_vector_column(conn, self.vector_type)
+            self._indexed = {int(name.rsplit("_", 1)[1]) for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()").fetchall()
+                if re.fullmatch(r"recall_pieces_hnsw_\d+", name)}
+            for (dim,) in conn.execute("SELECT DISTINCT dim FROM recall_pieces").fetchall() if 5 in applied else ():
+                self._index_size(conn.execute, int(dim))
+
+    def _index_size(self, execute, dim: int) -> None:
+        """Create the HNSW index (cosine) of vectors of ``dim`` numbers, once (under a lock: processes race)."""
+        if dim in self._indexed or self.vector_type is None:
+            return
+        execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("recall hnsw", self._conns.schema or "", str(dim)),))
+        execute(hnsw_index_sql(self.vector_type, dim), ())
+        self._indexed.add(dim)
+
+    def _insert_pieces(self, executemany, rows: list[tuple]) -> None:
+        """Write piece rows (``recall_rows.PIECE_COLUMNS``), with pgvector's column when the database has it."""
+        if self.vector_type is None:
+            executemany(f"INSERT INTO recall_pieces ({PIECE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            return
+        conn = self._conns.get()
+        for dim in {row[7] for row in rows}:
+            self._index_size(lambda q, args: conn.execute(q, args), int(dim))
+        executemany(f"INSERT INTO recall_pieces ({PIECE_COLUMNS}, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    f"?::{self.vector_type})", [(*row, vector_text(row[8])) for row in rows])
 
     @staticmethod
     def check_database(dsn: str, *, schema: str | None = None, connect_timeout: int = 5) -> None:

@@ -14,6 +14,9 @@ process killed mid-save leaves the session exactly as the last committed save le
 
 Both check the revision first (``SessionConflictError`` when another writer saved since), and add
 the recall vectors of turns embedded since the last save; an undone turn's vectors go with its row.
+With the vectors go the rows a search reads in the database (``helpers.sessions.recall_rows``: one per
+piece, one per side of a turn with its words under a full-text index; migration 5 derives them for
+vectors stored before it), which ``helpers.sessions.recall_search`` searches.
 """
 from __future__ import annotations
 
@@ -26,11 +29,66 @@ from helpers.chat.snapshot import SnapshotChanges, SnapshotError, resume_argumen
 from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, VectorRow, altered_turns,
                                        check_unaltered, damaged, decode_state, encode_changes, encode_state,
                                        import_stored_vectors)
+from helpers.sessions.recall_rows import write_recall_rows
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
                                        SessionIdError, SessionStoreError, StoredSession, check_ids)
 
 SCHEMA_TABLE = "session_schema"  # the migrations table, on both backends
-SESSION_TABLES = ("sessions", "session_turns", "recall_vectors")  # what session_migrations create
+# What session_migrations create, each keyed by user_id first (a user's rows are found in every one of them).
+SESSION_TABLES = ("sessions", "session_turns", "recall_vectors", "recall_pieces", "recall_lines")
+# SQLite only: the FTS5 index of recall_lines and the tables FTS5 keeps for it (no user_id: kept in step with
+# recall_lines by triggers, so deleting a user's recall_lines rows deletes their words here too).
+SQLITE_SEARCH_TABLES = ("recall_lines_fts", "recall_lines_fts_data", "recall_lines_fts_idx",
+                        "recall_lines_fts_docsize", "recall_lines_fts_config")
+
+
+def _search_tables(d: Dialect, session_key: str) -> tuple[str, ...]:
+    """Migration 5's statements: the recall rows a search reads in the database (``helpers.sessions.recall_rows``).
+
+    ``IF NOT EXISTS`` throughout: a database whose migration table was rolled back by hand keeps its tables, and
+    the rows are derived again from the vectors (the data step replaces them)."""
+    turn_key = "FOREIGN KEY (user_id, session_id, turn_id) REFERENCES recall_vectors (user_id, session_id, turn_id)"
+    pieces = f"""CREATE TABLE IF NOT EXISTS recall_pieces (
+            {session_key}
+            turn_id INTEGER NOT NULL,
+            piece INTEGER NOT NULL,
+            side INTEGER NOT NULL,
+            answer INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector {d.blob} NOT NULL,
+            PRIMARY KEY (user_id, session_id, turn_id, piece),
+            {turn_key}
+                ON DELETE CASCADE){d.table_suffix}"""
+    if d.name == "sqlite":  # FTS5 over an external-content table, kept in step by triggers
+        return (pieces, f"""CREATE TABLE IF NOT EXISTS recall_lines (
+            line_id INTEGER PRIMARY KEY,
+            {session_key}
+            turn_id INTEGER NOT NULL,
+            side INTEGER NOT NULL,
+            quote TEXT NOT NULL,
+            words TEXT NOT NULL,
+            UNIQUE (user_id, session_id, turn_id, side),
+            {turn_key}
+                ON DELETE CASCADE)""",
+                "CREATE VIRTUAL TABLE IF NOT EXISTS recall_lines_fts USING fts5(words, content='recall_lines', "
+                "content_rowid='line_id')",
+                "CREATE TRIGGER IF NOT EXISTS recall_lines_added AFTER INSERT ON recall_lines BEGIN "
+                "INSERT INTO recall_lines_fts (rowid, words) VALUES (new.line_id, new.words); END",
+                "CREATE TRIGGER IF NOT EXISTS recall_lines_deleted AFTER DELETE ON recall_lines BEGIN "
+                "INSERT INTO recall_lines_fts (recall_lines_fts, rowid, words) VALUES ('delete', old.line_id, "
+                "old.words); END")
+    return (pieces, f"""CREATE TABLE IF NOT EXISTS recall_lines (
+            {session_key}
+            turn_id INTEGER NOT NULL,
+            side INTEGER NOT NULL,
+            quote TEXT NOT NULL,
+            words TEXT NOT NULL,
+            words_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED,
+            PRIMARY KEY (user_id, session_id, turn_id, side),
+            {turn_key}
+                ON DELETE CASCADE)""",
+            "CREATE INDEX IF NOT EXISTS recall_lines_words ON recall_lines USING gin (words_tsv)")
 
 
 def session_migrations(d: Dialect) -> tuple[Migration, ...]:
@@ -78,6 +136,8 @@ def session_migrations(d: Dialect) -> tuple[Migration, ...]:
             "changed", ()),  # no table changes: older code must not read these headers, so it is refused as newer
         (4, "turn rows carry what the memory keeps of each turn; the header keeps only the memory's shared part",
          ()),  # no table changes: older code would lose the per-turn memory, so it is refused as a newer schema
+        (5, "recall pieces and lines searched in the database: one row per embedded piece, one per side of a "
+            "turn with its words under a full-text index", _search_tables(d, session_key)),
     )
 
 
@@ -279,6 +339,11 @@ class SessionStoreBase:
                         "vector) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, session_id, turn_id) "
                         "DO UPDATE SET model = excluded.model, dim = excluded.dim, source = excluded.source, "
                         "vector = excluded.vector", new)
+            # the same vectors, one row per piece, and each side's words: what a search reads in the database
+            write_recall_rows(execute, executemany, user_id, session_id,
+                              {row[2]: (row[3], row[4], row[6]) for row in new}, self._insert_pieces)
+
+    _insert_pieces = None  # a backend that stores more per piece (pgvector's column) writes the piece rows itself
 
     # -- the protocol
     def save(self, user_id: str, session_id: str, session: ChatSession | dict, *,
