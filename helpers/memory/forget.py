@@ -95,14 +95,14 @@ class Topic:
         return any(re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", sentence, re.I) for value in self.values)
 
     def learn_names(self, sentence: str) -> None:
-        """Add the names a forgotten sentence gives (capitalised words after its first, months and days
-        excepted) and its numbers: where they stand elsewhere they are part of what is forgotten."""
-        words = re.findall(r"[\w'\u2019-]+", sentence)
+        """Add the names a forgotten sentence gives (capitalised words after its first; months, days and the
+        tags of quoted turns, ``[turn 3, 2026-11-30]``, excepted): where they stand elsewhere they are part of
+        what is forgotten. Numbers are not learnt: a forgotten fact's value carries its own."""
+        words = re.findall(r"[\w'\u2019-]+", re.sub(r"\[[^\]]*\]", " ", sentence))
         for word in words[1:]:
             bare = re.sub(r"['\u2019]s?$", "", word)
             if bare[:1].isupper() and bare.lower() not in MONTHS_AND_DAYS and bare.lower() not in STOP_WORDS:
                 self.values.add(bare)
-        self.values.update(re.findall(r"\b\d[\d:./-]+\d\b", sentence))  # three characters or more: "4471"
 
     def scrub(self, text: str) -> str:
         """``text`` with every matching sentence, then every value, replaced by ``[forgotten]``."""
