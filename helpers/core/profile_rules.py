@@ -66,21 +66,71 @@ _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|jus
                          re.I)
 
 
+# "my kids' smiles", "my sister's name": a thing of someone else's, not an attribute of the user
+_SOMEONE_ELSES = re.compile(r"[\w-](?:'s|s'|’s|s’)(?:\s|$)", re.I)
+# the heads of a piece of an experience, not of the person: "my favourite part", "the best bit"
+_PIECE_OF_SOMETHING = re.compile(r"\b(?:part|parts|bit|bits|moment|moments|highlight|highlights)$", re.I)
+# words that only judge or feel ("awesome", "so cute"): a value made of nothing else states no attribute
+_JUDGING = frozenset("""awesome amazing great wonderful lovely beautiful cute adorable fun incredible fantastic
+terrible awful horrible nice cool gorgeous precious perfect best worst good bad hilarious sweet brilliant crazy
+insane wild special everything unreal epic stunning magical gross boring weird fine okay ok superb excellent
+delightful charming funny sad scary annoying exhausting exciting inspiring priceless""".split())
+_INTENSIFIERS = frozenset("so very really truly just the most such absolutely totally pretty quite super too "
+                          "a an and always honestly simply".split())
+
+
+def _judges_only(value: str) -> bool:
+    """Is a value only words that judge or feel ("awesome", "so much fun", "the best")?"""
+    words = re.findall(r"[a-z]+", value.lower())
+    return bool(words) and any(w in _JUDGING for w in words) and all(
+        w in _JUDGING or w in _INTENSIFIERS or w in ("much", "of", "all", "ever") for w in words)
+
+
+def is_users_attribute(attribute: str, verb: str, value: str) -> bool:
+    """Does "my <attribute> <verb> <value>" state an attribute of the user (not conversation)?
+
+    Not when the attribute is someone else's ("my kids' smiles", "my sister's name"), a piece of an experience
+    ("my favourite part"), the sentence tells of the past ("my favourite part was the ending": what held then,
+    not what holds), or the value only judges or feels ("my kids are awesome")."""
+    return not (_SOMEONE_ELSES.search(attribute) or _PIECE_OF_SOMETHING.search(attribute)
+                or verb.lower() == "was" or _judges_only(value))
+
+
 def my_attribute_facts(sentence: str) -> list[dict]:
     """``{"key", "topic", "value"}`` for each "my <attribute> is <value>" in one sentence (open-ended: any
-    attribute the user names, its key and topic the attribute itself)."""
+    attribute the user names, its key and topic the attribute itself) that states an attribute of the user
+    (``is_users_attribute``)."""
     found = []
     for match in MY_ATTRIBUTE.finditer(sentence):
         attribute = " ".join(match.group(1).lower().split())
         value = _TAIL_WORDS.sub("", _LEAD_WORDS.sub("", " ".join(match.group(2).split())).strip(" '\""))
-        if attribute not in _NOT_ATTRIBUTES and value:
+        verb = match.group(0)[match.end(1) - match.start(0):].split()[0]
+        if attribute not in _NOT_ATTRIBUTES and value and is_users_attribute(attribute, verb, value):
             found.append({"key": attribute, "topic": attribute, "value": value})
     return found
 
 
+# someone else's words reported: "my sister said her birthday is in May", "Sam told me my room is 12"; the
+# user's own ("I told him my room is 12") are theirs
+_REPORTED = re.compile(r"\b(?!(?:i|we)\b)(?:[A-Z][\w'-]*|(?:my|his|her|their|our|the) [a-z][\w'-]*|he|she|they|"
+                       r"someone|somebody|people|everyone),?\s+(?:\w+ly\s+)?(?:said|says|told (?:me|us)|tells (?:me|us)|"
+                       r"thinks|thought|claims|claimed|mentioned|reckons|insists|insisted|swears|wrote|texted)\b"
+                       r"[^.!?\n]*", re.I)
+_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”")
+
+
+def without_reported_speech(text: str) -> str:
+    """``text`` with someone else's reported or quoted words left out (each replaced by " ... "): what another
+    person said is never a statement of the user's."""
+    return _REPORTED.sub(" ... ", _QUOTED.sub(" ... ", str(text)))
+
+
 def stated_facts(said: str, sentences) -> list[dict]:
     """``profile_facts(said)``, then "my <attribute> is <value>" in each of ``sentences`` (the same words, split
-    the caller's way) for attributes those did not name: one fact per (key, topic), first found first."""
+    the caller's way) for attributes those did not name: one fact per (key, topic), first found first. Another
+    person's reported or quoted words are left out first (``without_reported_speech``)."""
+    said = without_reported_speech(said)
+    sentences = [without_reported_speech(sentence) for sentence in sentences]
     facts = profile_facts(said)
     seen = {(fact["key"], fact["topic"]) for fact in facts}
     for sentence in sentences:

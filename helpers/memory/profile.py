@@ -101,11 +101,17 @@ class ProfileUpdate:
     rejected: list[str] = field(default_factory=list)  # reasons, one per rejected reply or item
     decisions: list = field(default_factory=list)  # the fact store's Decision for each statement written
     deferred: list[dict] = field(default_factory=list)  # statements held until the turn is saved
+    skipped: str = ""  # why nothing was read: the turn's user message is another speaker's
 
 
 def _normal(text: str) -> str:
     """Text as compared: Unicode NFC, case-folded, curly apostrophes straight, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFC", str(text)).casefold().replace("’", "'").split())
+
+
+def _speaker(name: Any) -> str:
+    """A speaker's name as compared: whitespace collapsed ("" for none)."""
+    return " ".join(str(name or "").split())
 
 
 def says(said: str, value: str) -> bool:
@@ -227,16 +233,23 @@ class ProfileMemory:
     undo or from a snapshot, and lets a shared store catch up on a saved turn whose facts never
     reached it. It is never replayed into a store that holds it: opening, reloading, undoing, a
     rolled-back turn and a refused message write nothing, so the audit holds decisions, not replays.
+
+    The profile is the user's alone: ``user_name`` is who the user is (the OpenAI message ``name`` field of
+    their messages), given or else learned from the first user message that names its speaker; a turn
+    whose user message another speaker said (``update(..., speaker=...)``) states nothing about the user and
+    supersedes nothing (``skipped``), and neither do the assistant's words or another person's reported ones.
     """
 
     def __init__(self, *, facts: FactMemory | None = None, user_id: str = "user", client: Any = None,
                  settings: Any = None, model: str | None = None, extractor: str | Extractor = "auto",
-                 stale_after: timedelta = DEFAULT_STALE_AFTER, max_reply_chars: int = 600):
+                 stale_after: timedelta = DEFAULT_STALE_AFTER, max_reply_chars: int = 600,
+                 user_name: str | None = None):
         if not (extractor in ("auto", "rules", "model") or isinstance(extractor, Extractor)):
             raise ConfigError(f"extractor must be 'auto', 'rules', 'model' or an Extractor of "
                               f"helpers.facts.pipeline (got {extractor!r})")
         self.client, self.settings, self.model = client, settings, model
         self.user_id, self.extractor = user_id, extractor
+        self.user_name = _speaker(user_name) or None
         self.stale_after = stale_after
         self.max_reply_chars = max_reply_chars
         self._private = facts is None
@@ -324,11 +337,17 @@ class ProfileMemory:
         return ModelExtractor(campus_set(self.max_reply_chars), user_id=self.user_id, client=self.client,
                               settings=self.settings, model=self.model)
 
-    def update(self, turn_id: int, user_text: str, assistant_text: str = "") -> ProfileUpdate:
+    def update(self, turn_id: int, user_text: str, assistant_text: str = "",
+               speaker: str | None = None) -> ProfileUpdate:
         """Extract the user's facts from one turn and write them to the fact store (see the module).
 
         A message that states nothing (only questions and small talk: no ``stated_parts``) asks no extractor:
-        ``merge`` would reject whatever it found, so on a real server that request would be wasted."""
+        ``merge`` would reject whatever it found, so on a real server that request would be wasted. ``speaker``
+        is the user message's ``name`` field: a speaker other than the user (``user_name``) states nothing
+        about the user, so the turn is ``skipped``."""
+        if not self.speaks_for_user(speaker):
+            return ProfileUpdate(skipped=f"turn {turn_id}: said by {_speaker(speaker)!r}, not by the user "
+                                         f"({self.user_name!r}): nothing about the user")
         if not is_substantive(user_text) or not stated_parts(user_text):
             return ProfileUpdate()
         extractor = self.extractor_for()
@@ -532,11 +551,25 @@ class ProfileMemory:
         self.statements = list(statements)
         self.pending = None if pending is None else list(pending)
 
+    def speaks_for_user(self, speaker: str | None) -> bool:
+        """Is a user message said by ``speaker`` (its ``name`` field; None or "" when it has none) the user's?
+        The first named speaker becomes ``user_name`` when none was given."""
+        name = _speaker(speaker)
+        if not name:
+            return True
+        if self.user_name is None:
+            self.user_name = name
+        return name.casefold() == self.user_name.casefold()
+
     # -- saving
     def state(self) -> dict:
-        """JSON-ready state: the log of statements written, and any still held (see the class)."""
+        """JSON-ready state: the log of statements written, and any still held (see the class); the user's
+        name when known."""
         held = self.pending or []  # a saved snapshot carries them: see write_deferred
-        return {"user_id": self.user_id, "statements": [dict(s) for s in self.statements + held]}
+        state = {"user_id": self.user_id, "statements": [dict(s) for s in self.statements + held]}
+        if self.user_name:
+            state["user_name"] = self.user_name
+        return state
 
     def restore(self, state: dict | None) -> None:
         """Counterpart of ``state``; writes nothing a store already holds, so no replay is audited.
@@ -550,6 +583,7 @@ class ProfileMemory:
         are deferred.
         """
         state = state or {}
+        self.user_name = _speaker(state.get("user_name")) or self.user_name
         statements = [dict(s) for s in state.get("statements", [])]
         if not statements and state.get("facts"):  # an older snapshot: facts and history, not statements
             rows = list(state.get("history", [])) + list(state["facts"])

@@ -27,7 +27,7 @@ from helpers.core.context_format import read_fact_label, write_fact_label  # the
 from helpers.facts.pipeline import AttributeSet, Found, ModelExtractor, ReplyFormatError
 from helpers.facts.schema import AttributeSpec
 from helpers.memory.recall import is_question, is_substantive
-from helpers.core.profile_rules import stated_facts
+from helpers.core.profile_rules import stated_facts, without_reported_speech
 
 EXTRACTION_MAX_TOKENS = 400  # the reply's bound: a few short facts; a weak model's runaway reply stops here
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Mt|No)\.(?=\s)")
@@ -51,6 +51,7 @@ def _stated_runs(user_text: str) -> list[str]:
     for line in _LINE_BREAK.split(kept):
         run: list[str] = []
         for sentence in _SENTENCE_END.split(line.strip()):
+            sentence = " ".join(without_reported_speech(sentence).split())  # another's words are not theirs
             if sentence and is_substantive(sentence) and not is_question(sentence):
                 run.append(sentence)
                 continue
@@ -67,7 +68,9 @@ def stated_parts(user_text: str) -> list[str]:
 
     Sentences end at ".", "!" or "?" (not after "Dr.", "St.", ...) and at a line break; a
     question or an acknowledgement between two statements separates them, so a value can never be
-    pieced together across a question. A message that is a question has no stated parts.
+    pieced together across a question. A message that is a question has no stated parts. Another person's
+    reported or quoted words ("my sister said her birthday is in May") are left out of every sentence
+    (``helpers.core.profile_rules.without_reported_speech``): they state nothing about the user.
     """
     return [run.replace(_DOT, ".") for run in _stated_runs(user_text)]
 
