@@ -45,8 +45,10 @@ def draw_flow(boxes: Mapping[str, tuple[float, float, str] | tuple[float, float,
             (x0, y0), (x1, y1) = source.get_position(), target.get_position()
             # the middle of the arc: halfway from the chord's middle to arc3's control point
             x, y = (x0 + x1) / 2 + bend * (y1 - y0) / 2, (y0 + y1) / 2 - bend * (x1 - x0) / 2
-            ax.text(x, y if bend else y + 0.25, label, ha="center", va="center", fontsize=8, color="#1f2937",
-                    zorder=4, bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.9))
+            upright = not bend and abs(x1 - x0) < abs(y1 - y0)  # beside an upright arrow, above a level one
+            ax.text(x + 0.15 if upright else x, y if bend or upright else y + 0.25, label,
+                    ha="left" if upright else "center", va="center", fontsize=8, color="#1f2937", zorder=4,
+                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.9))
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
