@@ -105,37 +105,81 @@ def search_user_turns(store: Any, user_id: str, question_vector: Any, question_t
                       min_score: float | None = DEFAULT_MIN_SCORE, pool: int = DEFAULT_POOL,
                       method: str = "auto") -> list[TurnHit]:
     """Up to ``k`` of ``user_id``'s stored turns that match the question, best first (see the module)."""
-    user_id = check_user_id(user_id)
-    if session_id is not None:
-        session_id = check_id(session_id, "session_id", SessionIdError)
-    if exclude_session is not None:
-        exclude_session = check_id(exclude_session, "exclude_session", SessionIdError)
     if type(k) is not int or k < 1:
         raise ConfigError(f"k must be a whole number from 1 (got {k!r})")
-    if method not in METHODS:
-        raise ConfigError(f"method must be one of {', '.join(METHODS)} (got {method!r})")
-    vector = np.asarray(question_vector, dtype=np.float32).reshape(-1)
-    if vector.size == 0 or not np.isfinite(vector).all() or not np.any(vector):
-        raise ConfigError(f"question_vector must be a non-zero vector of finite numbers (got {vector.size} numbers)")
-    backend = _backend(store)
-    where, args = _filter(user_id, session_id, exclude_session)
     pool = max(pool, 4 * k)
-    by_meaning = best_lines(backend.pieces(where, args, vector, model, pool, method), min_score, pool)
-    words = query_words(question_text)
-    by_words = backend.lines(where, args, words, pool) if words else []
-    ranked = fuse(by_meaning, by_words)
+    where = dict(session_id=session_id, exclude_session=exclude_session, pool=pool)
+    by_meaning = dense_lines(store, user_id, question_vector, model=model, min_score=min_score, method=method,
+                             **where)
+    by_words = word_lines(store, user_id, question_text, **where)
     turns: dict[tuple[str, int], list] = {}
-    for (sess, turn, side), score in ranked:
-        key = (sess, turn)
-        if key not in turns:
+    for (sess, turn, side), score in fuse(by_meaning, by_words):
+        if (sess, turn) not in turns:
             if len(turns) >= k:
                 continue
-            turns[key] = [score, set()]
-        turns[key][1].add(side)
-    quotes = backend.quotes(user_id, list(turns))
+            turns[(sess, turn)] = [score, set()]
+        turns[(sess, turn)][1].add(side)
+    quotes = _backend(store).quotes(check_user_id(user_id), list(turns))
     return [TurnHit(sess, turn, tuple(SIDES[s] for s in sorted(sides)), round(score, 6),
                     _quote(quotes.get((sess, turn), {}), sides))
             for (sess, turn), (score, sides) in turns.items()]
+
+
+def dense_lines(store: Any, user_id: str, question_vector: Any, *, session_id: str | None = None,
+                exclude_session: str | None = None, model: str | None = None,
+                min_score: float | None = DEFAULT_MIN_SCORE, pool: int = DEFAULT_POOL,
+                method: str = "auto") -> list[Line]:
+    """The ranking by meaning: up to ``pool`` of the user's lines (session, turn, side), best piece first."""
+    backend, where, args = _scope(store, user_id, session_id, exclude_session)
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)} (got {method!r})")
+    vector = _vector(question_vector)
+    return best_lines(backend.pieces(where, args, vector, model, pool, method), min_score, pool)
+
+
+def word_lines(store: Any, user_id: str, question_text: str, *, session_id: str | None = None,
+               exclude_session: str | None = None, pool: int = DEFAULT_POOL) -> list[Line]:
+    """The ranking by words: up to ``pool`` of the user's lines holding a word of the question, best first."""
+    backend, where, args = _scope(store, user_id, session_id, exclude_session)
+    if not isinstance(question_text, str):
+        raise ConfigError(f"question_text must be text (got {type(question_text).__name__})")
+    words = query_words(question_text)
+    return backend.lines(where, args, words, pool) if words else []
+
+
+def dense_plan(store: Any, user_id: str, question_vector: Any, *, pool: int = DEFAULT_POOL,
+               method: str = "auto") -> str:
+    """PostgreSQL's plan for the ranking by meaning (EXPLAIN), to see whether the HNSW index serves it."""
+    backend, where, args = _scope(store, user_id, None, None)
+    if not isinstance(backend, _Postgres) or store.vector_type is None:
+        return "brute force in Python (no vector index in this store)"
+    statements = backend.dense_sql(where, args, _vector(question_vector), None, pool, method)
+    last = statements[-1]
+    return "\n".join(row[0] for row in backend._run([*statements[:-1], ("EXPLAIN " + last[0], last[1])], "a plan"))
+
+
+def _vector(question_vector: Any) -> np.ndarray:
+    try:
+        vector = np.asarray(question_vector, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError):
+        raise ConfigError(f"question_vector must be a list of numbers (got {type(question_vector).__name__})") \
+            from None
+    if vector.size == 0 or not np.isfinite(vector).all() or not np.any(vector):
+        raise ConfigError(f"question_vector must be a non-zero vector of finite numbers (got {vector.size} numbers)")
+    return vector
+
+
+def _scope(store: Any, user_id: str, session_id: str | None, exclude_session: str | None) -> tuple:
+    """(backend, WHERE clause, its parameters) for one user's rows, ids checked by the one id rule."""
+    backend = _backend(store)
+    user_id = check_user_id(user_id)
+    where, args = "user_id = ?", [user_id]
+    if session_id is not None:
+        where, args = where + " AND session_id = ?", args + [check_id(session_id, "session_id", SessionIdError)]
+    if exclude_session is not None:
+        where += " AND session_id <> ?"
+        args.append(check_id(exclude_session, "exclude_session", SessionIdError))
+    return backend, where, tuple(args)
 
 
 def _quote(by_side: dict[int, str], sides: set[int]) -> str:
@@ -143,15 +187,6 @@ def _quote(by_side: dict[int, str], sides: set[int]) -> str:
     if ASSISTANT in sides and by_side.get(ASSISTANT, "").startswith(by_side.get(USER, "\x00")):
         return by_side[ASSISTANT]
     return "\n".join(by_side[s] for s in sorted(sides) if s in by_side)
-
-
-def _filter(user_id: str, session_id: str | None, exclude_session: str | None) -> tuple[str, tuple]:
-    where, args = "user_id = ?", [user_id]
-    if session_id is not None:
-        where, args = where + " AND session_id = ?", args + [session_id]
-    if exclude_session is not None:
-        where, args = where + " AND session_id <> ?", args + [exclude_session]
-    return where, tuple(args)
 
 
 def _backend(store: Any) -> "_SQLite | _Postgres":
@@ -258,9 +293,16 @@ class _Postgres:
             rows = self._run([(f"SELECT session_id, turn_id, side, answer, vector FROM recall_pieces "
                                f"WHERE {where}{extra}", args + more)], "recall vectors")
             return _rank_in_python(rows, vector)
+        return self._run(self.dense_sql(where, args, vector, model, pool, method), "recall vectors")
+
+    def dense_sql(self, where: str, args: tuple, vector: np.ndarray, model: str | None, pool: int,
+                  method: str) -> list[tuple[str, tuple]]:
+        """The statements of a ranking by pgvector: settings for this transaction, then the query."""
         from helpers.sessions.pgvector import distance_operator
 
-        dim = int(vector.size)
+        dim = int(vector.size)  # written into the query, so the planner can match the partial index WHERE dim = n
+        extra, more = (f" AND dim = {dim}" + (" AND model = ?" if model else ""), (model,) if model else ())
+        vector_type = self.store.vector_type
         typed = f"{vector_type}({dim})"
         distance = f"(embedding::{typed}) {distance_operator(vector_type)} ?::{typed}"
         text = "[" + ",".join(map(repr, vector.astype(np.float64).tolist())) + "]"
@@ -270,11 +312,12 @@ class _Postgres:
         if method == "exact":
             settings = [("SELECT set_config('enable_indexscan', 'off', true)", ()),
                         ("SELECT set_config('enable_bitmapscan', 'off', true)", ())]
-        elif method == "hnsw":
-            settings.append(("SELECT set_config('enable_seqscan', 'off', true)", ()))
+        elif method == "hnsw":  # only the HNSW index gives rows in distance order without a sort
+            settings += [("SELECT set_config(name, 'off', true) FROM unnest(?::text[]) AS name",
+                          (["enable_seqscan", "enable_bitmapscan", "enable_sort"],))]
         query = (f"SELECT session_id, turn_id, side, answer, 1 - ({distance}) FROM recall_pieces "
                  f"WHERE {where}{extra} ORDER BY {distance} LIMIT ?")
-        return self._run([*settings, (query, (text, *args, *more, text, limit))], "recall vectors")
+        return [*settings, (query, (text, *args, *more, text, limit))]
 
     def lines(self, where: str, args: tuple, words: list[str], pool: int) -> list[Line]:
         query = " || ".join(["plainto_tsquery('simple', ?)"] * len(words))
