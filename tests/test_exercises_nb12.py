@@ -35,7 +35,8 @@ def test_the_tight_budget_loses_evidence_with_the_default_shares():
     at_budget = nb12_replay.replay_shares(DEFAULT_SHARES, nb12_replay.BUDGET)
     tight = nb12_replay.replay_shares(DEFAULT_SHARES, nb12_replay.TIGHT_BUDGET)
     assert at_budget.questions >= 8 and at_budget.hits == at_budget.questions
-    assert tight.hits < at_budget.hits / 2
+    assert tight.in_profile < at_budget.in_profile / 2  # the profile's lines no longer fit
+    assert at_budget.in_recall > 0  # recall carries evidence at the full budget, so switching it off is refused
     assert tight.fits >= 5 and tight.sent == tight.fits  # the defaults leave the window room
 
 
@@ -56,16 +57,21 @@ SHARES_WRONG = {
     "a number": ("my_shares = 0.6", "must be a Shares"),
     "a dict": ("my_shares = {'profile': 0.6, 'summary': 0.0, 'recall': 0.2}", "must be a Shares"),
     "everything to the profile": ("my_shares = Shares(profile=1.0, summary=0, recall=0)",
-                                  "it was sent in 0"),
+                                  "switch recall off"),
+    "the profile alone, with room for the window": ("my_shares = Shares(profile=0.9, summary=0, recall=0)",
+                                                    "switch recall off"),
+    "recall alone": ("my_shares = Shares(profile=0, summary=0, recall=0.9)", "Give that layer a larger share"),
+    "the profile alone, smaller": ("my_shares = Shares(profile=0.7, summary=0.0, recall=0.0)",
+                                   "switch recall off"),
     "profile and recall split the room": ("my_shares = Shares(profile=0.5, summary=0.0, recall=0.5)",
                                           "leave the window (nearly) nothing"),
     "summary and recall fill the room": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.5)",
-                                         "leave the window (nearly) nothing"),
+                                         "Give that layer a larger share"),
 }
 SHARES_RIGHT = {
     "the solution": nb12.exercise_1.solution_code,
     "a little of everything": "my_shares = Shares(profile=0.4, summary=0.05, recall=0.15)",
-    "the profile alone": "my_shares = Shares(profile=0.7, summary=0.0, recall=0.0)",
+    "half to the profile, a fifth to recall": "my_shares = Shares(profile=0.5, summary=0.0, recall=0.2)",
 }
 
 
@@ -107,6 +113,26 @@ NEW_FACT_WRONG = {
                         "Use one key"),
     "the key 'name'": (_extractor(r"\bI live in " + PLACE, key='"name"'), "Choose a short label"),
 }
+FIRST_SENTENCE_ONLY = r'''LIVE_IN = re.compile(r"\bI live in ([^,.;!?]+?)(?:\s+now)?\s*(?=[,.;!?]|$)")
+
+def my_extractor(user_text):
+    items = extract_with_rules(user_text)
+    first = re.split(r"(?<=[.!?])\s+", user_text)[0]
+    m = LIVE_IN.search(first)
+    if m and not is_question(first):
+        items.append({"key": "residence", "topic": "residence", "value": m.group(1)})
+    return items'''
+WHOLE_MESSAGE_SKIPPED = r'''LIVE_IN = re.compile(r"\bI live in ([^,.;!?]+?)(?:\s+now)?\s*(?=[,.;!?]|$)")
+
+def my_extractor(user_text):
+    items = extract_with_rules(user_text)
+    if "?" in user_text:   # a question: nothing to extract
+        return items
+    for m in LIVE_IN.finditer(user_text):
+        items.append({"key": "residence", "topic": "residence", "value": m.group(1)})
+    return items'''
+NEW_FACT_WRONG["only the first sentence read"] = (FIRST_SENTENCE_ONLY, "Read every sentence")
+NEW_FACT_WRONG["a message that asks anything skipped"] = (WHOLE_MESSAGE_SKIPPED, "not the whole message")
 NEW_FACT_RIGHT = {
     "the solution": nb12.exercise_2.solution_code,
     "capitalised words after 'I live in'": '''PLACE = re.compile(r"\\bI live in (?P<place>[A-Z][\\w'-]*(?: [A-Z][\\w'-]*)*)")
@@ -188,6 +214,15 @@ UNMARKED_WRONG = {
             found.append(text)
     return found''', "Judge each line on its own"),
 }
+UNMARKED_WRONG["tool results never read"] = (_lines_check(
+    "m.get('role') != 'tool' and 'superseded' not in line.lower() "
+    "and any(o.lower() in line.lower() for o in old_values)"), "A tool result is text the model reads too")
+UNMARKED_WRONG["user messages never read"] = (_lines_check(
+    "m.get('role') != 'user' and 'superseded' not in line.lower() "
+    "and any(o.lower() in line.lower() for o in old_values)"), "The user's own message names the old value")
+UNMARKED_WRONG["only system and assistant messages"] = (_lines_check(
+    "m.get('role') in ('system', 'assistant') and 'superseded' not in line.lower() "
+    "and any(o.lower() in line.lower() for o in old_values)"), "A tool result is text the model reads too")
 UNMARKED_RIGHT = {
     "the solution": nb12.exercise_3.solution_code,
     "casefold and split": '''def unmarked_old_values(messages, old_values):

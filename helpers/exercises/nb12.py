@@ -51,6 +51,16 @@ def _check_shares(my_shares) -> str:
                    f"{before.hits} (at {TIGHT_BUDGET} they keep {default.hits}). First missed: "
                    f"{mine.missed[0]}. Which layer held the evidence in the ablation table? Give that "
                    "layer a larger share of the room.")
+    if mine.in_profile * 2 < mine.questions:
+        raise Hint(f"At {TIGHT_BUDGET} tokens the profile block names the current value for only "
+                   f"{mine.in_profile} of {mine.questions} questions about the user. The profile states each "
+                   "fact once, with its correction. Give that layer a larger share.")
+    carried = replay_shares(DEFAULT_SHARES, BUDGET)  # which layers held evidence at the full budget
+    if my_shares.recall <= 0 < carried.in_recall:
+        raise Hint(f"These shares switch recall off. At {BUDGET} tokens recall quoted the user's own words for "
+                   f"{carried.in_recall} of {carried.questions} questions: it answers what the profile has no "
+                   "line for, and it is the source a reader checks a profile line against. A tighter budget "
+                   "should shrink a layer, not remove it; the summary is the one you can spare here.")
     if mine.stale:
         raise Hint(f"{mine.stale} questions now see an old value without its 'superseded' mark: keep the "
                    "layer that names corrections (the profile) in the request.")
@@ -62,7 +72,8 @@ def _check_shares(my_shares) -> str:
                    "window room: it should still carry the newest turn in more than half of those requests.")
     return (f"at {TIGHT_BUDGET} tokens your shares ({my_shares.profile:.0%} profile, {my_shares.summary:.0%} "
             f"summary, {my_shares.recall:.0%} recall) keep the evidence for {mine.hits} of {mine.questions} "
-            f"questions, as the defaults do at {BUDGET}, and the window still carries the newest turn in "
+            f"questions, as the defaults do at {BUDGET} (in the profile for {mine.in_profile}, quoted by recall "
+            f"for {mine.in_recall}), and the window still carries the newest turn in "
             f"{mine.sent} of the {mine.fits} requests where it fits; mean first request "
             f"{mine.mean_tokens:,.0f} tokens instead of {before.mean_tokens:,.0f}.")
 
@@ -72,15 +83,15 @@ exercise_1 = Exercise(
     stub=("# The room left after tools, system prompt and question, shared out (the window gets the rest)\n"
           "my_shares = Shares(profile=0.15, summary=0.20, recall=0.25)"),
     solution_code=("# At 950 tokens the tools and the system prompt leave little room. The profile holds\n"
-                   "# every fact with its correction, the most relevant line first: give it most of it,\n"
-                   "# and leave the rest to recall and the window.\n"
-                   "my_shares = Shares(profile=0.60, summary=0.0, recall=0.20)"),
+                   "# every fact with its correction, the most relevant line first: give it the most,\n"
+                   "# keep recall a share of its own, and leave the rest to the window.\n"
+                   "my_shares = Shares(profile=0.45, summary=0.0, recall=0.25)"),
     checker=_check_shares, answers=("my_shares",), context=lambda: {"Shares": Shares},
     hints=("Run the check: how many questions keep their evidence with the default shares at 950 tokens?",
            "The ablation table shows which layer answers the 'what's my ...' questions alone. A share is "
            "a fraction of a small room: at 950 tokens, 15% of it does not fit a single profile line.",
-           "Try Shares(profile=0.6, summary=0.0, recall=0.2), then see how low the profile's share can go. "
-           "Shares that add up to 100% leave the window nothing."),
+           "Try Shares(profile=0.45, summary=0.0, recall=0.25), then see how low the profile's share can go. "
+           "Shares that add up to 100% leave the window nothing, and a share of 0 switches a layer off."),
 )
 
 
@@ -93,9 +104,11 @@ class _ProfileWith(ProfileMemory):
         super().__init__(extractor="rules", **kwargs)
         self.extract = extractor
 
-    def update(self, turn_id: int, user_text: str, assistant_text: str = ""):
-        """Extract with ``self.extract``; ``merge`` checks the words and writes to the fact store."""
-        return self.merge(turn_id, self.extract(user_text), user_text)
+    def update(self, turn_id: int, user_text: str, assistant_text: str = "", **when):
+        """Extract with ``self.extract``; ``merge`` checks the words and writes to the fact store (``when``:
+        whatever else the profile is told about the turn, such as when it was said, passed on as it came)."""
+        return self.merge(turn_id, self.extract(user_text), user_text,
+                          **{k: v for k, v in when.items() if k == "at"})
 
 
 PLACE_FIRST = ("Wren", "Osprey", "Heron", "Larch", "Juniper", "Kestrel", "Alder", "Plover", "Tamarack", "Sedge")
@@ -105,6 +118,10 @@ STATEMENTS = ("I live in {place}.", "Actually, I live in {place} now.", "I live 
 NOT_ABOUT_ME = ("Do I live in {place}?", "My sister lives in {place}.", "Where do I live?",
                 "Does Bo live in {place}?")
 NEGATED = ("I don't live in {place}.", "I do not live in {place} any more.", "I no longer live in {place}.")
+# A statement that is not the message's first sentence, and one in a message that also asks a question.
+LATER = ("Thanks for the map. I live in {place}.", "Good morning! These days I live in {place}.")
+WITH_A_QUESTION = ("I live in {place}. When does the AI club meet?",
+                   "Is the gym open late? I live in {place}, so I walk past it.")
 
 
 def places(seed: int, n: int) -> list[str]:
@@ -167,6 +184,19 @@ def _check_new_fact(my_extractor) -> str:
                            "'no longer') states no place: match 'I live in' itself, not just 'live in'.")
             tried += 1
     key = next(iter(keys))
+    later, asking = places(3, len(LATER)), places(4, len(WITH_A_QUESTION))
+    for template, place in zip(LATER, later):
+        text = template.format(place=place)
+        if place not in [i.get("value") for i in _items(my_extractor, text) if i.get("key") == key]:
+            raise Hint(f"{text!r} states where the user lives in its second sentence, but you extracted no "
+                       f"{place!r}. Read every sentence of the message, not only the first.")
+        tried += 1
+    for template, place in zip(WITH_A_QUESTION, asking):
+        text = template.format(place=place)
+        if place not in [i.get("value") for i in _items(my_extractor, text) if i.get("key") == key]:
+            raise Hint(f"{text!r} asks a question and also states where the user lives, but you extracted no "
+                       f"{place!r}. Skip the sentence that is a question, not the whole message.")
+        tried += 1
     both = _items(my_extractor, "My locker number is 4471. I live in Wren House.")
     if not any(i.get("key") == "locker number" for i in both):
         raise Hint("The built-in facts went missing: start from extract_with_rules(user_text) and add to it.")
@@ -197,7 +227,8 @@ def _end_to_end(my_extractor, key: str, tried: int) -> str:
                        f"got {line!r}.")
     finally:
         facts.close()
-    return (f"{tried} generated sentences judged right (statements, questions, other people, negations); "
+    return (f"{tried} generated messages judged right (statements, questions, other people, negations, a "
+            f"statement after another sentence or beside a question); "
             f"'I live in {first}.' -> fact {key} = {first} (insert); 'Actually, I live in {moved} now.' -> "
             f"correction; the request says: {line.strip()}")
 
@@ -257,6 +288,19 @@ CRAFTED = (
     ([{"role": "system", "content": "Summary of earlier turns (turns 0-9):\n"
                                     "- [turn 3] advisor Dr. Hollis Varga\n- [turn 5] thesis on bird song"}],
      ("Dr. Hollis Varga", "coral bleaching"), ["- [turn 3] advisor Dr. Hollis Varga"]),
+)
+TOOL_RESULT = '{"results": [{"title": "Lockers", "text": "Locker 4471 is in the east wing."}]}'
+USER_SAID = "Is my locker still 4471?"
+WHERE_ELSE = (  # (role, messages, old values, the line to report, the hint when it is missed)
+    ("tool", [{"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {
+        "name": "search_campus_info", "arguments": '{"query": "lockers"}'}}]},
+              {"role": "tool", "tool_call_id": "c9", "content": TOOL_RESULT}],
+     ("4471",), TOOL_RESULT,
+     "A tool result is text the model reads too: this one names '4471' with no 'superseded' mark, and you did "
+     "not report it. Read the content of every message, whatever its role."),
+    ("user", [{"role": "user", "content": USER_SAID}], ("4471",), USER_SAID,
+     "The user's own message names the old value '4471', unmarked, and you did not report it. A user's words "
+     "reach the model like any other line: read the content of every message, whatever its role."),
 )
 FACT_KINDS = (  # (attribute, values to choose from): numbers, names, places
     ("locker number", ("4471", "5502", "6613", "1180", "2297", "3308")),
@@ -373,6 +417,11 @@ def _check_unmarked(unmarked_old_values) -> str:
     generated = [old_value_cases(seed) for seed in range(6)]
     for messages, old, expected in generated:
         _judge(_reported(unmarked_old_values, messages, old), expected, old)
+    for _, messages, old, line, hint in WHERE_ELSE:
+        got = _reported(unmarked_old_values, messages, old)
+        if line not in got:
+            raise Hint(hint)
+        _judge(got, [line], old)
     marked, unmarked = _real_requests()
     found = _reported(unmarked_old_values, marked, ("4471",))
     if found:
@@ -380,8 +429,9 @@ def _check_unmarked(unmarked_old_values) -> str:
     if not _reported(unmarked_old_values, unmarked, ("4471",)):
         raise Hint("The same request without its superseded notes names '4471' unmarked, and you reported "
                    "nothing.")
-    return (f"{len(CRAFTED)} crafted and {len(generated)} generated requests judged right (case, tool-call "
-            "arguments, several old values); a real request after a correction passes, and the same request "
+    return (f"{len(CRAFTED) + len(WHERE_ELSE)} crafted and {len(generated)} generated requests judged right "
+            "(case, tool-call arguments, tool results, the user's words, several old values); a real request "
+            "after a correction passes, and the same request "
             "without its notes fails.")
 
 

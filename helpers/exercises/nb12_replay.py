@@ -49,6 +49,8 @@ class Replayed:
     missed: list[str]
     fits: int = 0  # requests whose newest earlier turn would fit in the room (budget minus fixed parts) alone
     sent: int = 0  # ... of which the window really carried it
+    in_profile: int = 0  # questions whose profile block names the current value
+    in_recall: int = 0  # questions whose recall block quotes the user's words that hold the current value
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +75,7 @@ BLOCKS = ("profile", "summary", "recall", "window")  # what shares the room; the
 
 def replay_shares(shares: Shares, budget: int) -> Replayed:
     """Assemble each recorded question's request again under ``budget`` and ``shares``; count evidence."""
-    hits, stale, used, missed, fits, sent = 0, 0, [], [], 0, 0
+    hits, stale, used, missed, fits, sent, in_profile, in_recall = 0, 0, [], [], 0, 0, 0, 0
     recorded = recorded_questions()
     for probe, inputs in recorded:
         assembly = assemble_context(
@@ -81,6 +83,10 @@ def replay_shares(shares: Shares, budget: int) -> Replayed:
             fixed=inputs["fixed"], shares=shares, profile_lines=inputs["profile_lines"],
             summary=inputs["summary"], recalled=inputs["recalled"])
         lines = [line.lower() for line in context_lines(assembly.messages)]
+        for message in assembly.messages:  # which layer carried the evidence: each block opens with its title
+            text = str(message.get("content") or "").lower()
+            in_profile += text.startswith("user profile") and probe.current.lower() in text
+            in_recall += text.startswith("recalled") and probe.current.lower() in text
         found = any(probe.current.lower() in line for line in lines)
         hits += found
         stale += any(old.lower() in line and "superseded" not in line
@@ -93,4 +99,5 @@ def replay_shares(shares: Shares, budget: int) -> Replayed:
         if newest is not None and sum(map(tokens.count_message, newest)) <= room:
             fits += 1
             sent += bool(assembly.report.part("window").included)  # the window keeps the newest turns first
-    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed, fits, sent)
+    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed, fits, sent,
+                    in_profile, in_recall)
