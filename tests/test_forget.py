@@ -157,3 +157,22 @@ def test_forgetting_nothing_changes_nothing(tmp_path):
     reply = a.ask("Forget what I told you about my dentist.")
     assert "Nothing" in reply and a.revision == revision and len(a.audit()) == audit
     a.close()
+
+
+def test_the_terminal_chat_lists_undoes_and_forgets(monkeypatch, tmp_path, capsys):
+    from test_cli import chat_in_process
+
+    status = chat_in_process(monkeypatch, tmp_path, [
+        "Please use bullet points from now on.", "No bullet points, please.", "/instructions",
+        "/instructions undo", "/instructions", "/instructions forget 1", "/instructions",
+        "My dentist appointment is on Tuesday at 15:00.", "/forget my dentist appointment", "/forget me", "/quit"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert '1. answer format: "No bullet points, please"' in out
+    assert 'Taken back: "No bullet points, please".' in out and '1. answer format: "Please use bullet points' in out
+    assert 'Forgotten: "Please use bullet points from now on".' in out and "Instructions: none yet" in out
+    assert "Forgotten: 'my dentist appointment' - 1 fact deleted" in out
+    assert "Deleted everything stored about" in out
+    rows = [r for t in ("facts", "audit", "sessions", "session_turns")
+            for r in sqlite3.connect(tmp_path / "chat.db").execute(f"SELECT * FROM {t}")]
+    assert rows == []

@@ -7,7 +7,8 @@ file, or a PostgreSQL DSN: a ``postgresql://`` URL or libpq's ``key=value`` pair
 tables' schema), so ``--user`` and ``--session`` resume a conversation in a later run,
 and what the user said about themselves is known in any later session of theirs.
 
-Commands inside the chat: /history, /memory, /facts, /undo, /reset, /reload, /sessions, /help, /quit (or Ctrl-D).
+Commands inside the chat: /history, /memory, /facts, /instructions, /forget, /undo, /reset, /reload, /sessions,
+/help, /quit (or Ctrl-D).
 
 Everything it prints passes through ``terminal_text``: a reply, a stored question or title, an error
 cannot move the cursor, clear the screen, set the clipboard or retitle the window (control characters
@@ -26,7 +27,7 @@ from typing import Any, Callable, Sequence
 import openai
 
 from helpers.llm.api_key import hide_secret, url_secrets
-from helpers.app.assistant import open_assistant
+from helpers.app.assistant import Assistant, open_assistant
 from helpers.llm.client import make_client
 from helpers.llm.config import BACKENDS, load_settings
 from helpers.llm.dotenv_file import apply_dotenv
@@ -41,6 +42,10 @@ COMMANDS = {
     "/history": "the conversation so far (turns trimmed from memory are marked)",
     "/memory": "what the assistant remembers: turns kept and dropped, summary, profile, facts",
     "/facts": "the fact store's audit: every decision about your facts, and why",
+    "/instructions": "how you asked to be answered; '/instructions undo' takes back the newest, "
+                     "'/instructions forget N' deletes the N-th",
+    "/forget": "'/forget <topic>' removes it from every layer (turns, summary, recall, profile, facts); "
+               "'/forget me' deletes everything stored about you",
     "/undo": "forget the newest turn (saved)",
     "/reset": "forget the whole conversation (saved; the session id stays)",
     "/reload": "continue from the stored session (after another program saved it)",
@@ -54,7 +59,7 @@ COMMANDS = {
 # cursor moves, screen clears, OSC 52 clipboard writes, window titles; \r overwrites the line), DEL, the C1
 # controls (8-bit CSI and OSC), bidirectional overrides and isolates (they reorder the text after them, so
 # what is shown is not what was said), and lone surrogates (they cannot be encoded, so printing them fails).
-_CHANGES = ("/undo", "/reset")  # commands that change the conversation (and save it)
+_CHANGES = ("/undo", "/reset", "/forget")  # commands that change the conversation (and save it)
 
 
 def terminal_text(text: object, *, one_line: bool = False) -> str:
@@ -223,7 +228,7 @@ class TerminalChat:
             if line.startswith("/"):
                 if line.split()[0] in ("/quit", "/exit"):
                     return self.quit()
-                self.command(line.split()[0])
+                self.command(line.split()[0], line[len(line.split()[0]):].strip())
                 continue
             self.ask(line)
 
@@ -276,10 +281,10 @@ class TerminalChat:
             self.report(err)
             self.unsaved = True
 
-    def command(self, name: str) -> None:
-        """Run one slash command."""
+    def command(self, name: str, argument: str = "") -> None:
+        """Run one slash command (``argument``: the rest of its line)."""
         try:
-            self._command(name)
+            self._command(name, argument)
         except WorkshopError as err:
             self.report(err)
         except Exception as err:  # not raised on purpose: shown in one line; a change may not be saved
@@ -287,9 +292,31 @@ class TerminalChat:
             if name in _CHANGES:
                 self.unsaved = True
 
-    def _command(self, name: str) -> None:
+    def _command(self, name: str, argument: str = "") -> None:
         session = self.session
-        if name == "/undo":
+        if name in ("/instructions", "/forget") and not isinstance(session, Assistant):
+            self.write(f"{name} needs the assistant (procedural memory and forgetting, notebook 13).")
+        elif name == "/instructions":
+            words = argument.split()
+            if words[:1] == ["undo"]:
+                self.write(session.undo_instruction())
+            elif words[:1] == ["forget"] and len(words) == 2 and words[1].isdigit():
+                self.write(session.forget_instruction(int(words[1])))
+            elif words:
+                self.write("Use /instructions, /instructions undo or /instructions forget N.")
+            else:
+                self.write(session.instructions_report())
+        elif name == "/forget":
+            if argument.lower() == "me":
+                gone = session.forget_me()
+                self.write(f"Deleted everything stored about {session.user_id}: {gone['sessions']} "
+                           f"conversation(s) and {gone['fact rows']} fact-store rows.")
+            elif argument:
+                self.write(str(session.forget(argument)))
+            else:
+                self.write("Say what to forget: /forget <topic>, or /forget me.")
+            self.unsaved = False
+        elif name == "/undo":
             removed = self.session.undo()
             self.unsaved = False
             self.write(f"Undid turn {removed.turn_id}: {removed.question}" if removed else "Nothing to undo.")
@@ -325,7 +352,7 @@ class TerminalChat:
                 self.write(f"{info.session_id}{here}: {info.turns} turn{plural}, {info.title!r}")
         elif name == "/help":
             for command, what in COMMANDS.items():
-                self.write(f"{command:<10} {what}")
+                self.write(f"{command:<13} {what}")
         else:
             self.write(f"Unknown command {name}; try /help.")
 
