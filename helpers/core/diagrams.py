@@ -40,7 +40,8 @@ def draw_flow(boxes: Mapping[str, tuple[float, float, str] | tuple[float, float,
         bend = -0.3 if (end, start) in pairs else 0.0  # a request and its reply: two arcs, not one line
         ax.annotate("", xy=target.get_position(), xytext=source.get_position(), zorder=2,
                     arrowprops=dict(arrowstyle="-|>", color="#374151", lw=1.3, connectionstyle=f"arc3,rad={bend}",
-                                    patchA=source.get_bbox_patch(), patchB=target.get_bbox_patch()))
+                                    patchA=source.get_bbox_patch(), patchB=target.get_bbox_patch(),
+                                    shrinkA=2, shrinkB=5))
         if label:
             (x0, y0), (x1, y1) = source.get_position(), target.get_position()
             # the middle of the arc: halfway from the chord's middle to arc3's control point
