@@ -39,6 +39,7 @@ from helpers.core.text import bracket_depth
 from helpers.standin import schemas
 from helpers.standin.policy import decide
 from helpers.standin.instructions import apply as honour_instructions  # notebook 13: a required detail
+from helpers.standin.memory_calls import memory_step  # notebook 13: the agent's memory tool
 from helpers.standin.validation import (CHAT_MODELS, MAX_NESTING, NOT_DONE, _RequestError, check_chat_request,
                                         error_response, nesting_depth, validate_tools)
 
@@ -223,8 +224,9 @@ def _reply(body: dict) -> tuple[dict, dict]:
     mode, offered = _tool_mode(choice, tools)
     restricted = isinstance(choice, dict) and mode != "named"  # allowed_tools: only those may be called
     readable = _readable(messages)
-    decision = honour_instructions(decide(readable, (offered or None) if restricted else tools,
-                                          mode if restricted else choice), readable)
+    decision = memory_step(readable, tools, choice) or decide(readable, (offered or None) if restricted else tools,
+                                                              mode if restricted else choice)
+    decision = honour_instructions(decision, readable)
     question = _question(messages)
     calls = _tool_calls(body, decision, mode, offered, question)
     seed = _digest([messages, tools])[:8]
