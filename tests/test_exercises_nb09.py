@@ -128,6 +128,9 @@ WRONG_CORRECTIONS = {  # plausible wrong sentences, and the hint each must get
     "My advisor is Dr. Varga.": "repeats the old value",
     "My advisor is not Dr. Varga anymore.": "'not Dr. Varga', a value of its own",
     "Is my advisor Dr. Okafor now?": "a question states no fact",
+    "My advisor is not Dr. Okafor.": "says who is NOT your advisor",
+    "My advisor is no longer Dr. Okafor.": "says who is NOT your advisor",
+    "my advisor is never Dr. Okafor": "says who is NOT your advisor",
     "": "must be a sentence",
 }
 RIGHT_CORRECTIONS = ("Actually, my advisor is now Dr. Okafor.", "My advisor is Dr. Okafor.",

@@ -8,6 +8,7 @@ notebook uses. Neither passes in a date or time: the same verdict on any backend
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -164,6 +165,7 @@ QUESTIONS = ("When does the AI club meet?", "Where can I print a poster?", "When
 PROBE = "Who is my advisor?"
 OLD_VALUE, NEW_VALUE = "Varga", "Okafor"
 SEEDS = (0, 1, 2)
+NEGATION = re.compile(r"\b(?:not|no longer|never|no more|n't|nobody|none)\b", re.IGNORECASE)  # a denial, not a value
 WINDOW = 2  # the newest turns stay in the window; the correction has left it when the probe is asked
 
 
@@ -245,6 +247,10 @@ def _judge_correction(my_correction: str, seed: int) -> dict:
     if NEW_VALUE.lower() not in advisor.value.lower():
         raise Hint(f"The profile's advisor is now {advisor.value!r}, a value of its own; the new advisor is "
                    f"Dr. {NEW_VALUE}: say 'my advisor is Dr. {NEW_VALUE}'.")
+    if NEGATION.search(advisor.value):
+        raise Hint(f"The profile stored {advisor.value!r} as your advisor: a sentence that says who is NOT "
+                   "your advisor names no new one, and the assistant would read that denial as a fact. Say "
+                   f"who your advisor is now: Dr. {NEW_VALUE}.")
     unmarked = [line for block in result["blocks"] for line in block.splitlines()
                 if OLD_VALUE in line and "superseded" not in line]
     if unmarked:
