@@ -21,7 +21,7 @@ quoted by the sides that were found. Every query is filtered by ``user_id`` (and
 
 * **By meaning**, a line scores as its best piece: cosine similarity, a tool's answer ``ANSWER_PENALTY`` lower,
   kept when it reaches ``min_score``. On PostgreSQL with pgvector the database ranks the pieces (an HNSW
-  index per vector size: approximate, ``hnsw.ef_search`` from ``pool``, iterative scans so the user filter
+  index per vector size: approximate, ``hnsw.ef_search`` at least ``EF_SEARCH``, iterative scans so the user filter
   still fills the list); ``method="exact"`` ranks every one of the user's pieces in the database, and
   ``method="python"`` loads them into Python and ranks them there, as a store without pgvector does (that
   store warns once, ``VectorSearchWarning``). SQLite has no vector index: its pieces are ranked in Python.
@@ -52,6 +52,7 @@ DEFAULT_POOL = 50  # lines each ranking hands over (at least 4 x k)
 MAX_QUERY_WORDS = 32
 _QUERY_WORD = re.compile(r"[^\W_]+")
 METHODS = ("auto", "hnsw", "exact", "python")
+EF_SEARCH = 100  # HNSW candidates per search at least (benchmarks/recall_scale.py: recall@10 against exact)
 
 
 class VectorSearchWarning(WorkshopWarning):
@@ -307,7 +308,7 @@ class _Postgres:
         distance = f"(embedding::{typed}) {distance_operator(vector_type)} ?::{typed}"
         text = "[" + ",".join(map(repr, vector.astype(np.float64).tolist())) + "]"
         limit = 4 * pool  # pieces: a line has several
-        settings = [("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(1000, max(40, limit))),)),
+        settings = [("SELECT set_config('hnsw.ef_search', ?, true)", (str(min(1000, max(EF_SEARCH, limit))),)),
                     ("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)", ())]
         if method == "exact":
             settings = [("SELECT set_config('enable_indexscan', 'off', true)", ()),
