@@ -87,6 +87,17 @@ def group_of(case: dict) -> str:
     return "corrections" if case.get("excludes") else "about the user"
 
 
+def failure_kind(reply: str) -> str:
+    """What a failing case got, in one word (the only thing ``--counts-only`` says about a failure)."""
+    if reply.startswith("tools "):
+        return "tools"
+    if reply == DONT_KNOW:
+        return "dont_know"
+    if reply.startswith("You told me") or reply.startswith("Your profile says"):
+        return "quoted_memory"
+    return "other_reply"
+
+
 def _memory_messages(case: dict) -> list[dict]:
     messages = [{"role": "system", "content": SYSTEM}]
     messages += [{"role": "system", "content": block} for block in case.get("blocks", [])]
@@ -220,6 +231,14 @@ def main() -> None:
     for group in [g for g in GROUPS if g in groups] + sorted(set(groups) - set(GROUPS)):
         row = groups[group]
         print(f"  {group:<16}{row['cases']:>6}{row['passed']:>8}{row['passed'] / row['cases']:>9.1%}")
+    if args.counts_only:  # what the failures replied, counted: tool calls, "I don't know", another answer
+        print("  failures by what the stand-in did instead:")
+        for group in [g for g in GROUPS if g in groups]:
+            kinds: dict[str, int] = defaultdict(int)
+            for _, reply in groups[group]["failures"]:
+                kinds[failure_kind(reply)] += 1
+            if kinds:
+                print(f"  {group:<16}" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
     if args.memory_run:
         print("\nanswers to questions about the user in generated conversations (hybrid memory):")
         named, total = memory_run(args.seeds, show=args.show_failures)

@@ -699,7 +699,7 @@ def campus_nearness(text: str) -> tuple[float, float]:
 # allergic to?", "who is visiting me?"), while "where can I print my essay?" stays a campus task.
 PERSONAL_KINDS: tuple[str, ...] = (
     "an allergy: a food or thing I'm allergic to",
-    "my health: an illness or medical condition I have",
+    "my health and medical conditions: an illness or disease I have",
     "the medicine or treatment I take",
     "what I can and cannot eat, my diet",
     "my family: parents, brothers, sisters, grandparents, children",
@@ -730,6 +730,9 @@ KIN = frozenset("mother mum mom mummy father dad daddy parent grandparent grandm
                 "grandfather grandpa grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
                 "daughter child kid stepmother stepfather stepbrother stepsister twin".split())
 FAMILY = frozenset("family relative relation kin folk".split())
+# Events that are each other's opposite: "when does my shift end?" is not answered by "it starts at 6pm"
+OPPOSITE_EVENTS = (frozenset("start begin open arrive come".split()),
+                   frozenset("end finish close leave depart stop".split()))
 
 
 # ---------------------------------------------------------------- harm

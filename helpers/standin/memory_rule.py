@@ -68,7 +68,7 @@ import numpy as np
 from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import read_fact_lines, read_quotes
 from helpers.core.profile_rules import stated_facts
-from helpers.standin.meaning import (FAMILY, GENERIC, KIN, STOP, campus_nearness, content_stems, facts_in,
+from helpers.standin.meaning import (FAMILY, GENERIC, KIN, OPPOSITE_EVENTS, STOP, campus_nearness, content_stems, facts_in,
                                      PERSONAL_KINDS, personal_kind, personal_nearness, same_stem, sentences, shared_stems,
                                      similarity, stem)
 from helpers.standin.request_text import _is_ack, _text
@@ -131,7 +131,10 @@ _TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:ne
                          r"\b(?:mornings?|evenings?|weekends?|weekdays?|noon|midnight)\b", re.I)
 _NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
                            r"thirty|forty|fifty|hundred|dozen)\b", re.I)
-_PLACE_VALUE = re.compile(r"\b(?:in|at|from|near|on|inside|behind|by) (?:the |a |my )?[a-z]|\b(?:room|floor|"
+_PLACE_VALUE = re.compile(r"\b(?:in|at|from|near|on|inside|behind|by) (?:the |a |my )?(?!(?:" + "|".join(WEEKDAYS)
+                          + r"|January|February|March|April|May|June|July|August|September|October|November|"
+                          r"December|mornings?|evenings?|afternoons?|nights?|weekends?|weekdays?|noon|midnight|"
+                          r"time|the (?:morning|evening|afternoon|weekend))\b)[a-z]|\b(?:room|floor|"
                           r"seat|row|hall|house|lodge|building|court|street|road|library|lab|centre|"
                           r"center)\b", re.I)
 TOPIC_SIMILARITY = 0.4
@@ -164,8 +167,12 @@ this near in meaning, or the question: "I switched to room 318 today" and "my se
 KIND_QUESTION = 0.5
 """A question this near a kind of personal attribute asks about the kind as a whole ("what can't I eat?" 0.83
 to "what I can and cannot eat"; "what's my blood type?" is 0.28 from any kind) ..."""
-KIND_STATEMENT = 0.3
-"""... and a statement nearest that kind, at least this near, answers it ("I'm vegetarian", 0.44)."""
+KIND_STATEMENT = 0.25
+"""... and a statement this near the kind, and nearer it than any other kind, answers it ("I've got asthma",
+0.29 to "my health and medical conditions"), the nearest first; ..."""
+KIND_CLEAR = 0.3
+"""... or one this near it, whatever kind it is nearest ("I'm severely allergic to shellfish" is nearest "an
+allergy", and 0.31 to "what I can and cannot eat")."""
 DONT_KNOW = "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
 """The answer to a strong question about the user that nothing in the request answers."""
 
@@ -251,8 +258,8 @@ def _asked(question: str) -> Asked | None:
         how = "strong"
     elif do_i and not _MODAL.search(low) and not _OBJECT.match(do_i.group("rest")):
         how = "strong"  # "where do I work on weekends?", "what car do I drive?": nothing but the user's life
-    elif _personal(core):
-        how = "strong"  # "what am I allergic to?", "who is visiting me?": the user's own life, by meaning
+    elif _personal(core) or _about_kin(low):
+        how = "strong"  # "what am I allergic to?", "who is visiting me?", "where does my sister live?": their life
     else:
         how = "weak"    # "where do I print a poster?", "can I bring a friend?": campus tasks, unless said
     if not topic and kind != "name" and verb:
@@ -262,6 +269,22 @@ def _asked(question: str) -> Asked | None:
     preposition = stranded.group(1) if stranded and not topic else None
     return Asked(topic, kind, how, subject_is_user, " ".join(core.split()), bool(_SAID_QUESTION.search(low)),
                  verb, head, modifiers, owner, preposition)
+
+
+def _about_kin(low: str) -> bool:
+    """Does a question ask about a member of the user's family ("my sister", "my mum's job")?"""
+    return any(stem(m.group(1)) in {stem(w) for w in KIN} for m in re.finditer(r"\bmy ([a-z]+)", low))
+
+
+def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
+    """A person the question names ("when is Anouk arriving?") whom the user's own statements name too."""
+    names = [m.group(0) for m in _CAPITALISED.finditer(question) if m.start() > 0 and not _CALENDAR.match(m.group(0))
+             and not _ORGANISATION.search(m.group(0))]
+    for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi"
+        if any(item.kind in ("said", "quote") and re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text,
+                                                             re.I) for item in evidence):
+            return name
+    return None
 
 
 def _personal(question: str) -> bool:
@@ -506,11 +529,24 @@ def _same_kind_of_attribute(asked: Asked, item: _Said) -> bool:
     near it by ``KIND_QUESTION``) and a statement near that kind by
     ``KIND_STATEMENT`` ("I'm vegetarian", "I'm allergic to shellfish"); or a question about the user's family and a statement naming a
     member of it ("is anyone in my family coming?", "my mum is visiting")."""
+    return _kind_nearness(asked, item) > 0
+
+
+def _kind_nearness(asked: Asked, item: _Said) -> float:
+    """How near a statement is to the kind of personal attribute a general question asks about (0: not of it;
+    see ``_same_kind_of_attribute``); it ranks the statements of that kind."""
     if shared_stems(asked.topic, {stem(w) for w in FAMILY}):
         if {stem(w) for w in KIN} & {stem(w) for w in _TERMS.findall(item.text.lower())}:
-            return True
+            return 1.0
+    if asked.owner or asked.modifiers:
+        return 0.0  # "my grandmother's birthday", "my dentist appointment": one thing, not a kind of thing
     kind, nearness = personal_kind(asked.core)
-    return nearness >= KIND_QUESTION and float(similarity(PERSONAL_KINDS[kind], [item.text])[0]) >= KIND_STATEMENT
+    if nearness < KIND_QUESTION:
+        return 0.0
+    item_kind, item_best = personal_kind(item.text)
+    item_nearness = item_best if item_kind == kind else float(similarity(PERSONAL_KINDS[kind], [item.text])[0])
+    clear = item_nearness >= KIND_CLEAR or (item_kind == kind and item_nearness >= KIND_STATEMENT)
+    return item_nearness if clear else 0.0
 
 
 def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_similarity: float,
@@ -531,6 +567,39 @@ def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_s
     return level
 
 
+LIGHT_VERBS = frozenset(stem(w) for w in "take have get do make go use keep put give".split())  # little meaning alone
+_VALUE_ASKED = re.compile(r"\b(?:which|what) (floor|room|day|date|time)\b", re.I)  # a value facts_in normalises
+_OTHER_DOES = re.compile(r"\b(?:does|do|did|will) my (?:[\w'-]+ ){1,3}?([a-z]+)\b(?=[^?]*\?)", re.I)
+
+
+def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: float) -> bool:
+    """Does the statement speak of the thing asked about but not give what is asked? Not when the question
+    asks for a kind of value the statement has none of ("which floor is my office on?" and "my office is in the
+    Keller building"); asks for the opposite event ("when does my shift end?" and "it starts at 6pm"); shares
+    only its verb ("what medication do I take?" and "I take the 12 bus"); or asks what someone of the user's
+    does that the statement does not say ("where does my girlfriend work?" and "my girlfriend is flying in").
+    A statement this close to the whole question (``STATEMENT_SIMILARITY``) is not ruled out by the last two."""
+    if item.kind in ("profile", "note"):
+        return False
+    value = _VALUE_ASKED.search(asked.core)
+    if value and value.group(1).lower() not in {c.kind for c in facts_in(item.text).claims}:
+        if not (value.group(1).lower() == "time" and _supplies("time", item.text)):
+            return True
+    asked_words = {stem(w) for w in _TERMS.findall(asked.core.lower())}
+    said_words = {stem(w) for w in _TERMS.findall(item.text.lower())}
+    for one, other in (OPPOSITE_EVENTS, OPPOSITE_EVENTS[::-1]):
+        wanted = {stem(w) for w in one}
+        if shared_stems(asked_words, wanted) and not shared_stems(said_words, wanted) and \
+                shared_stems(said_words, {stem(w) for w in other}):
+            return True
+    if score >= STATEMENT_SIMILARITY:
+        return False
+    if asked.verb in LIGHT_VERBS and shared and shared <= {asked.verb} and len(asked.topic) > 1:
+        return True
+    does = _OTHER_DOES.search(asked.core)
+    return bool(does and does.group(1).lower() not in STOP and not shared_stems({stem(does.group(1))}, said_words))
+
+
 def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) -> tuple[int, float]:
     """How well a statement answers the question (step 3 of the module docstring): its level (3, 2, 1, or 0
     for not at all) and the share of the words asked about that it uses. ``score``: the similarity of the
@@ -538,7 +607,7 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
     shared, coverage = _words_asked_about(asked, item)
     if asked.how == "third":
         return _third_person_level(asked, item, coverage), coverage
-    if _other_owner(asked, item, question_stems):
+    if _other_owner(asked, item, question_stems) or _asks_something_else(asked, item, shared, score):
         return 0, coverage
     if asked.kind == "name":
         return _name_level(item), coverage
@@ -619,6 +688,8 @@ def _about_user(messages: list[dict]) -> str | None:
     if asked is None:
         return None
     evidence = _evidence(messages[:-1])
+    if asked.how == "third" and _someone_they_told_of(question, evidence):
+        asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
     question_stems = content_stems(question)
     scores = similarity(asked.core or question, [item.text for item in evidence]) if evidence else []
     ranked: list[tuple[tuple, _Said]] = []
@@ -630,7 +701,8 @@ def _about_user(messages: list[dict]) -> str | None:
             continue
         level, coverage = _match(asked, item, float(score), question_stems)
         if level:
-            ranked.append(((not item.superseded, level, coverage, item.current, item.recency), item))
+            ranked.append(((not item.superseded, level, coverage, _kind_nearness(asked, item) if level == 1 else 0.0,
+                            item.current, item.recency), item))
     if not ranked:
         return DONT_KNOW if asked.how == "strong" else None
     if asked.how == "third" and asked.kind != "person" and campus_nearness(question)[0] >= CAMPUS_SIMILARITY:
