@@ -199,3 +199,26 @@ def test_any_stated_fact_is_found_and_the_newest_value_wins(noun, old, new, othe
     if corrected and old not in new:
         assert old not in answer
     assert ask(conversation(said[1]), form.format(noun)) == DONT_KNOW  # only the other fact
+
+
+# ---------------------------------------------------------------- another speaker's words
+
+def test_another_speakers_words_do_not_answer_for_the_user():
+    messages = [{"role": "system", "content": "You are the campus assistant."},
+                {"role": "system", "content": 'Recalled earlier turns:\n[turn 3] user (Melanie): "My locker number '
+                                              'is 12."\n[turn 5] user (Caroline): "My locker number is 4471."'},
+                {"role": "user", "name": "Melanie", "content": "I'm allergic to kiwi."},
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "name": "Caroline", "content": "What's my locker number?"}]
+    reply = decide(messages).content
+    assert "4471" in reply and "12" not in reply
+    messages[-1]["content"] = "What am I allergic to?"
+    assert decide(messages).content == DONT_KNOW
+    messages[-1]["name"] = "Melanie"  # the same request asked by the other speaker reads her words
+    assert "kiwi" in decide(messages).content
+
+
+def test_unnamed_quotes_still_count_when_the_user_is_named():
+    messages = [{"role": "system", "content": 'Recalled earlier turns:\n[turn 3] user: "My locker number is 12."'},
+                {"role": "user", "name": "Caroline", "content": "What's my locker number?"}]
+    assert "12" in decide(messages).content

@@ -726,8 +726,9 @@ def personal_kind(text: str) -> tuple[int, float]:
 
 
 # Words for the members of a family: "is anyone in my family visiting?" is answered by "my mum is visiting"
-KIN = frozenset("mother mum mom mummy father dad daddy parent grandparent grandmother grandma granny gran "
-                "grandfather grandpa grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
+KIN = frozenset("mother mum mom mummy mama father dad daddy papa parent grandparent grandmother grandma granny gran "
+                "nan nana nanna grandpa gramps "
+                "grandfather grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
                 "daughter child kid stepmother stepfather stepbrother stepsister twin".split())
 FAMILY = frozenset("family relative relation kin folk".split())
 # Events that are each other's opposite: "when does my shift end?" is not answered by "it starts at 6pm"

@@ -171,8 +171,12 @@ KIND_STATEMENT = 0.25
 """... and a statement this near the kind, and nearer it than any other kind, answers it ("I've got asthma",
 0.29 to "my health and medical conditions"), the nearest first; ..."""
 KIND_CLEAR = 0.3
-"""... or one this near it, whatever kind it is nearest ("I'm severely allergic to shellfish" is nearest "an
-allergy", and 0.31 to "what I can and cannot eat")."""
+"""... or, for a question about what the user must not do, one this near it whatever kind it is nearest ("I'm
+severely allergic to shellfish" is nearest "an allergy", and 0.31 to "what I can and cannot eat"; "allergic to
+penicillin" says no medication the user takes), or one as near it as to its nearest kind within ``KIND_TIE``."""
+KIND_TIE = 0.05
+"""Kinds this close for one statement are one for it: "I have type 1 diabetes" is 0.35 to "my health and medical
+conditions", 0.37 to "the medicine or treatment I take"."""
 DONT_KNOW = "I don't know: nothing in what I was sent tells me that. Could you tell me again?"
 """The answer to a strong question about the user that nothing in the request answers."""
 
@@ -333,8 +337,16 @@ class _Said:
         return (self.turn if self.turn is not None else float("inf"), self.position)
 
 
-def _evidence(messages: list[dict]) -> list[_Said]:
-    """The user's own statements in the request, oldest first (see the module docstring)."""
+def _same_speaker(name, user_name: str) -> bool:
+    """Is a message or quote named ``name`` the user's (``user_name``: the newest user message's ``name``)?
+    Unnamed words, or an unnamed user, count as the user's."""
+    name = " ".join(str(name or "").split())
+    return not (name and user_name) or name.casefold() == user_name.casefold()
+
+
+def _evidence(messages: list[dict], user_name: str = "") -> list[_Said]:
+    """The user's own statements in the request, oldest first (see the module docstring): with the user named
+    (``user_name``), a user message or quote another speaker said is not theirs."""
     found: list[_Said] = []
 
     def said(kind, text, turn, **extra):
@@ -343,11 +355,13 @@ def _evidence(messages: list[dict]) -> list[_Said]:
 
     for message in messages:
         role, text = message.get("role"), _text(message)
-        if role == "user":
+        if role == "user" and _same_speaker(message.get("name"), user_name):
             for sentence in sentences(text):
                 said("said", sentence, None, shown=sentence)
         elif role in ("system", "developer"):
             for quote in read_quotes(text, "user"):  # helpers.core.context_format: the quote line's one reader
+                if not _same_speaker(quote.name, user_name):
+                    continue  # "[turn 4] user (Melanie): ..." when Caroline asks: another person's words
                 note = quote.notes[0] if quote.notes else None
                 for sentence in sentences(quote.text):
                     said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None)
@@ -545,7 +559,9 @@ def _kind_nearness(asked: Asked, item: _Said) -> float:
         return 0.0
     item_kind, item_best = personal_kind(item.text)
     item_nearness = item_best if item_kind == kind else float(similarity(PERSONAL_KINDS[kind], [item.text])[0])
-    clear = item_nearness >= KIND_CLEAR or (item_kind == kind and item_nearness >= KIND_STATEMENT)
+    restriction = re.search(r"\b(?:can't|cannot|can not|mustn't|shouldn't|avoid|not allowed)\b", asked.core, re.I)
+    clear = (item_kind == kind and item_nearness >= KIND_STATEMENT) or (
+        item_nearness >= KIND_CLEAR and (restriction or item_best - item_nearness <= KIND_TIE))
     return item_nearness if clear else 0.0
 
 
@@ -568,6 +584,7 @@ def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_s
 
 
 LIGHT_VERBS = frozenset(stem(w) for w in "take have get do make go use keep put give".split())  # little meaning alone
+_PART_OF_DAY = re.compile(r"\b(?:mornings?|afternoons?|evenings?|nights?|noon|midday|midnight|o'clock)\b", re.I)
 _VALUE_ASKED = re.compile(r"\b(?:which|what) (floor|room|day|date|time)\b", re.I)  # a value facts_in normalises
 _OTHER_DOES = re.compile(r"\b(?:does|do|did|will) my (?:[\w'-]+ ){1,3}?([a-z]+)\b(?=[^?]*\?)", re.I)
 
@@ -581,9 +598,11 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
     A statement this close to the whole question (``STATEMENT_SIMILARITY``) is not ruled out by the last two."""
     if item.kind in ("profile", "note"):
         return False
+    if asked.kind == "name_of" and not _supplies("name_of", item.text):
+        return True  # "what's my nan's name?" and "my nan is coming up on the train": no name given
     value = _VALUE_ASKED.search(asked.core)
     if value and value.group(1).lower() not in {c.kind for c in facts_in(item.text).claims}:
-        if not (value.group(1).lower() == "time" and _supplies("time", item.text)):
+        if not (value.group(1).lower() == "time" and _PART_OF_DAY.search(item.text)):
             return True
     asked_words = {stem(w) for w in _TERMS.findall(asked.core.lower())}
     said_words = {stem(w) for w in _TERMS.findall(item.text.lower())}
@@ -687,7 +706,7 @@ def _about_user(messages: list[dict]) -> str | None:
     asked = _asked(question)
     if asked is None:
         return None
-    evidence = _evidence(messages[:-1])
+    evidence = _evidence(messages[:-1], " ".join(str(messages[-1].get("name") or "").split()))
     if asked.how == "third" and _someone_they_told_of(question, evidence):
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
     question_stems = content_stems(question)
