@@ -108,3 +108,30 @@ def test_the_readme_plan_lists_every_segment_and_a_live_exercise():
         row = rf"^\| \d:\d\d \| \d:\d\d \| {segment.notebook[:2]} \|"
         assert re.search(row, live, re.MULTILINE), f"the README's live track has no row for {segment.notebook}"
     assert any(s.exercise for s in live_track.TRACK) and "Exercise" in live
+
+
+def test_the_live_notebook_is_what_the_track_writes():
+    """notebooks/live_track.ipynb holds exactly the track's cells (one runtime for the whole track)."""
+    committed = nbformat.read(live_track.LIVE_NOTEBOOK, as_version=4)
+    written = live_track.live_notebook()
+    assert [(c.cell_type, c.source) for c in committed.cells] == [(c.cell_type, c.source) for c in written.cells], \
+        "run: python benchmarks/live_track.py --write"
+
+
+def test_the_live_notebook_holds_every_segment_once_with_its_own_setup():
+    live = live_track.live_notebook()
+    text = [c.source for c in live.cells]
+    assert sum("google.colab" in t for t in text) == 1, "one install for the whole track"
+    for segment in live_track.TRACK:
+        whole = nbformat.read(ROOT / "notebooks" / f"{segment.notebook}.ipynb", as_version=4)
+        setup = [c.source for c in live_track.sections(whole)[0][1]
+                 if c.cell_type == "code" and "google.colab" not in c.source]
+        assert all(source in text for source in setup), f"{segment.notebook}'s setup code is in the live notebook"
+
+
+def test_the_live_notebook_runs_whole_in_one_kernel():
+    """Every segment after the one before it, in one runtime: no segment leans on, or is broken by, another."""
+    try:
+        live_track.execute_notebook(live_track.live_notebook(), live_track.LIVE_NOTEBOOK.name, timeout=300)
+    except live_track.TrackError as error:
+        pytest.fail(f"the live notebook raises: {error}")
