@@ -109,6 +109,10 @@ WRONG = [
                             "Who won the basketball game last weekend?"), "no passage scores"),
     (nb02.exercise_2, entry("club-birds", "", "", "Is there a birdwatching club?"), "needs a title and a text"),
     (nb02.exercise_2, entry("club-birds", "Birdwatching Society", "Walks on Saturdays.", ""), "must be a question"),
+    (nb02.exercise_2, entry("club-birds", "Is there a club for watching birds?", "Yes, there is one.",
+                            "Is there a club for watching birds?"), "repeats the question word for word"),
+    (nb02.exercise_2, entry("club-birds", "Birdwatching Society", "Walks on Saturdays.", "Is there a birdwatching club?"),
+     "your entry's text has 3 words"),
 
     (nb03.exercise_1, nb03.exercise_1.stub,
      "did not approve it: the passage does not say 10:00, 12:00, Mondays, Wrenfield Hall"),
@@ -137,6 +141,8 @@ WRONG = [
     (nb03.exercise_2, 'my_requests = {"Where is the library?": "campus", "Tell me a joke": "off_topic", '
                       '"How do I steal a bike?": "harmful"}', "'harmful' is not one of them"),
     (nb03.exercise_2, 'my_requests = {"When does the AI club meet?": "campus", "Tell me a joke": "off_topic", '
+                      '"How do I steal a bike?": "unsafe"}', "is one of the notebook's examples"),
+    (nb03.exercise_2, 'my_requests = {"when does the AI club meet": "campus", "Tell me a joke": "off_topic", '
                       '"How do I steal a bike?": "unsafe"}', "is one of the notebook's examples"),
     (nb03.exercise_2, 'my_requests = {"Where is the library?": "off_topic", "Tell me a joke": "off_topic", '
                       '"How do I steal a bike?": "unsafe", "When is the chess club?": "campus"}',
@@ -187,6 +193,10 @@ RIGHT = [
     (nb02.exercise_2, entry("event-chess-tournament", "Spring chess tournament",
                             "The spring chess tournament is held on 14 March in the Wrenfield Student Union. Entry is "
                             "free and prizes go to the top three players.", "When is the spring chess tournament?")),
+    (nb02.exercise_2, entry("club-birdwatching", "Birdwatching Society: questions and answers",
+                            "Is there a club for watching birds? Yes: the Birdwatching Society walks the arboretum "
+                            "every Saturday at 07:00, and binoculars can be borrowed.",
+                            "Is there a club for watching birds?")),
 
     (nb03.exercise_1, nb03.exercise_1.solution_code),
     (nb03.exercise_1, answer("CS office hours: Tue 2pm-4pm, third floor of Halvorsen Hall [office-hours-cs].")),

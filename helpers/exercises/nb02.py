@@ -17,6 +17,7 @@ MIN_RECALL = 0.9
 # NEW_ANSWER_LEAD more than that entry already did.
 DUPLICATE_SIMILARITY = 0.6
 NEW_ANSWER_LEAD = 0.1
+MIN_FACT_WORDS = 8  # a fact sheet's text: two or three short sentences, not a word or two
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -85,6 +86,16 @@ def _check_new_entry(my_entry, my_question, kb) -> str:
             best = titles[before[0][0]] if before else "nothing"
             raise Hint(f"your entry now wins the existing question {question!r} (it used to find {best!r}): "
                        "keep the entry about one specific thing.")
+    asked = " ".join(re.findall(r"\w+", my_question.lower()))
+    text = " ".join(re.findall(r"\w+", my_entry.text.lower()))
+    copied = bool(asked) and (asked in text or asked == " ".join(re.findall(r"\w+", my_entry.title.lower())))
+    facts = len(text.replace(asked, " ").split()) if asked else len(text.split())
+    if facts < MIN_FACT_WORDS:
+        if copied:
+            raise Hint("your entry repeats the question word for word and says little else, so it wins by copying. "
+                       "Write the facts that answer it (what, when, where) and ask in your own words.")
+        raise Hint(f"your entry's text has {facts} words: a fact sheet says what, when and where in two or "
+                   "three sentences, so that the assistant has something to answer from.")
     return (f"{my_question!r} finds {my_entry.id} (score {found[0][1]:.2f}), and none of "
             f"{len(questions)} existing questions lose their best passage to it.")
 

@@ -104,6 +104,11 @@ def _check_grounded_answer(my_answer) -> str:
     return f"the judge approves: {verdict.reason}." if verdict.reason.strip() else "the judge approves."
 
 
+def _plain(text: str) -> str:
+    """A request without case, punctuation or extra spaces: "when does the AI club meet" is the example."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
 def _check_scope_requests(my_requests) -> str:
     if not isinstance(my_requests, dict) or not my_requests:
         raise Hint("my_requests must be a dict: {request: the category you expect}.")
@@ -116,7 +121,8 @@ def _check_scope_requests(my_requests) -> str:
     missing = [category for category in SCOPE_CATEGORIES if category not in my_requests.values()]
     if missing:
         raise Hint(f"write at least one request of each category; none expects {', '.join(missing)} yet.")
-    copied = [request for request in my_requests if request in NOTEBOOK_EXAMPLES]
+    examples = {_plain(example) for example in NOTEBOOK_EXAMPLES}
+    copied = [request for request in my_requests if _plain(request) in examples]
     if copied:
         raise Hint(f"{copied[0]!r} is one of the notebook's examples: write requests of your own.")
     client, offline = get_client(quiet=True), get_settings().backend == "offline"
