@@ -7,7 +7,8 @@ attribute set are ``helpers.facts.instruction_facts``; the write path is every f
   caller passes the user's text, never a tool result, a passage or the assistant's reply);
 * ``active()`` / ``texts()`` / ``report()``: list them, oldest first;
 * ``undo()``: take back the newest (the one it replaced, if any, is followed again);
-* ``forget(n)``: delete the n-th of the list (1 = the oldest), audited as a deletion;
+* ``forget(n)``: delete the n-th of the list (1 = the oldest), audited as a deletion (what it replaced stays
+  replaced: forgetting is not undoing);
 * ``fitted(budget)``: the newest instructions whose block fits ``INSTRUCTION_SHARE`` of a request's budget.
 
 ``InstructedAssembler`` is the context assembler (``helpers.memory.assembler.MemoryAssembler``) with one
@@ -66,7 +67,7 @@ class Instructions:
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(rows):
             raise ConfigError(f"there is no instruction {number!r}: pick a number from 1 to {len(rows)} "
                               "(see the list of instructions)")
-        return self._delete(rows[number - 1], "forgotten at the user's request")
+        return self._delete(rows[number - 1], "forgotten at the user's request", restore=False)
 
     def undo(self) -> StoredFact | None:
         """Take back the newest instruction; the one it superseded (if any) is followed again. Returns the
@@ -78,9 +79,10 @@ class Instructions:
         self._delete(newest, "undone at the user's request")
         return newest
 
-    def _delete(self, fact: StoredFact, reason: str) -> list:
+    def _delete(self, fact: StoredFact, reason: str, restore: bool = True) -> list:
+        """Delete one instruction, audited; ``restore``: the one it superseded is followed again (an undo)."""
         replaced = [f for f in self.facts.history(self.user_id)
-                    if f.status == SUPERSEDED and f.superseded_by == fact.id]
+                    if restore and f.status == SUPERSEDED and f.superseded_by == fact.id]
         return self.facts.store.forget(self.user_id, [fact.id], source_id=f"chat:{self.user_id}", reason=reason,
                                        at=now().isoformat(), restore=[f.id for f in replaced],
                                        hide_attribute=False)
