@@ -390,6 +390,13 @@ STEPS_WRONG = {
     "the messages counted": (
         "def smallest_max_steps(question, **options):\n    return len(run_agent(question, **options).added)",
         "you said 4, but max_steps=2 already answers"),
+    "a table of the notebook's questions": (
+        "def smallest_max_steps(question, **options):\n"
+        "    run_agent(question, **options)\n"
+        "    return {'How many days until Thursday?': 2, 'When does the AI club meet?': 2,\n"
+        "            'When does the AI club meet, and how many days is that from now?': 3,\n"
+        "            'Which is sooner, Tuesday at 14:00 or Thursday at 18:00?': 2}.get(question, 1)",
+        "for 'How many days until Monday?' you said 1, but with max_steps=1 the agent stops"),
     "the result instead of a number": (
         "def smallest_max_steps(question, **options):\n    return run_agent(question, **options)",
         "smallest_max_steps returned AgentResult("),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from itertools import combinations
 
 from helpers.agent.loop import MAX_STEPS
@@ -92,6 +93,17 @@ STEP_QUESTIONS = (
 )
 
 
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _unseen_questions(seed: int = 2027) -> tuple[str, ...]:
+    """Two questions the notebook never shows, so a table of the shown ones' answers does not pass."""
+    rng = random.Random(seed)
+    first, second = rng.sample(WEEKDAYS, 2)
+    return (f"How many days until {rng.choice(WEEKDAYS)}?",
+            f"Which is sooner, {first} at {rng.randrange(8, 20)}:00 or {second} at {rng.randrange(8, 20)}:30?")
+
+
 def _noting_registry(ran: list[str]) -> dict[str, Tool]:
     """The tools of REGISTRY, each noting its name in ``ran`` when it runs (same results)."""
     def noting(tool: Tool) -> Tool:
@@ -107,7 +119,7 @@ def _check_steps(smallest_max_steps) -> str:
     if not callable(smallest_max_steps):
         raise Hint("smallest_max_steps must be a function: def smallest_max_steps(question, **options): ...")
     found = []
-    for question in STEP_QUESTIONS:
+    for question in STEP_QUESTIONS + _unseen_questions():
         needed = run_agent(question, settings=_offline()).steps
         ran: list[str] = []  # the options carry tools that note when they run: were they passed on?
         given = smallest_max_steps(question, settings=_offline(), registry=_noting_registry(ran))
