@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[01][0-9]_*.ipynb") if "07" <= p.name[:2] <= "12")
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[01][0-9]_*.ipynb") if "07" <= p.name[:2] <= "13")
 
 UNIT = r"(?:%|\s*(?:tokens?|characters?|chars|seconds?|s\b|ms\b|minutes?|bytes?|words?|requests?|times\b))"
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?=" + UNIT + ")")
