@@ -67,11 +67,41 @@ TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 
 
+FIELDS = {"memory": {"said": list, "blocks": list, "question": str, "expect": str},
+          "scope": {"request": str, "expect": str}, "grounding": {"passage": str, "answer": str, "expect": str},
+          "length": {"system": str, "question": str, "expect": str}}
+EXPECTS = {"memory": {"answer", "dont_know", "search"}, "scope": {"campus", "off_topic", "unsafe"},
+           "grounding": {"supported", "unsupported"}, "length": {"one", "more"}}
+
+
+def check_case(case: dict, where: str) -> None:
+    """ValueError naming the case and the field when a case is not in this file's format (no case text shown)."""
+    rule = case.get("rule")
+    if rule not in FIELDS:
+        raise ValueError(f"{where}: rule {rule!r} is not one of {sorted(FIELDS)}")
+    for name, kind in FIELDS[rule].items():
+        if not isinstance(case.get(name), kind):
+            raise ValueError(f"{where} ({rule}): field {name!r} must be a {kind.__name__}")
+    if case["expect"] not in EXPECTS[rule]:
+        raise ValueError(f"{where} ({rule}): expect must be one of {sorted(EXPECTS[rule])}")
+    if rule == "memory":
+        if not all(isinstance(x, str) for x in case["said"] + case["blocks"]):
+            raise ValueError(f"{where} (memory): every item of 'said' and 'blocks' must be a string")
+        if case["expect"] == "answer" and not (isinstance(case.get("contains"), list) and case["contains"]):
+            raise ValueError(f"{where} (memory): an expected answer needs a non-empty 'contains' list")
+
+
 def load_cases(split: str = "heldout", path: Path = DATA) -> list[dict]:
-    """The cases of one split (``all`` for every case, ``dev`` for all but ``final``), in file order."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [row for row in rows if split == "all" or row["split"] == split
-            or (split == "dev" and row["split"] != "final")]
+    """The cases of one split (``all`` for every case, ``dev`` for all but ``final``), in file order; a case not
+    in the format (``check_case``) is a ValueError that names its line and field."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            row = json.loads(line)
+            check_case(row, f"{path.name} line {number}")
+            rows.append(row)
+    return [row for row in rows if split == "all" or row.get("split") == split
+            or (split == "dev" and row.get("split") != "final")]
 
 
 def group_of(case: dict) -> str:

@@ -731,8 +731,9 @@ KIN = frozenset("mother mum mom mummy mama father dad daddy papa parent grandpar
                 "grandfather grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
                 "daughter child kid stepmother stepfather stepbrother stepsister twin".split())
 FAMILY = frozenset("family relative relation kin folk".split())
-# Events that are each other's opposite: "when does my shift end?" is not answered by "it starts at 6pm"
-OPPOSITE_EVENTS = (frozenset("start begin open arrive come".split()),
+# Events that are each other's opposite: "when does my shift end?" is not answered by "it starts at 6pm"; the
+# words of one side are alike ("when does my brother come?" and "my brother visits on the 14th")
+OPPOSITE_EVENTS = (frozenset("start begin open arrive come visit".split()),
                    frozenset("end finish close leave depart stop".split()))
 
 

@@ -78,7 +78,9 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b", re.I)
 _HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would|might|will|does one) (?:i|we|one|you)\b|\bhow to\b",
                      re.I)
 _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|recall)\b|\bremind me\b|"
-                     r"\btell me (?:again )?(?:what|who|where|when|which|about )?\s*my\b", re.I)
+                     r"\btell me (?:again )?(?:what|who|where|when|which|about )?\s*my\b|\bany idea\b|"
+                     r"\b(?:what|which|who|where|when|how) (?:\w+ ){0,2}my (?:[\w'-]+ ){0,3}(?:is|are|was|were)\s*\W*$",
+                     re.I)  # "any idea what my office number is?": an embedded question about the user's things
 _SAID_QUESTION = re.compile(r"\b(?:what|which) (?:\w+ )?(?:did|have) i (?:say|said|tell|told|mention)|"
                             r"\bwhat i (?:said|told you|mentioned)\b", re.I)
 _STRONG = re.compile(r"\b(?:what|who|where|when|which|how)(?: \w+){0,2}?(?:'s|'re| is| are| was| were)"
@@ -93,7 +95,7 @@ _DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: [a-z]+){0,2} do i (
 # "print a poster", "hand in a wallet": a task with an object
 _OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:a|an|the|my|your|some|this|that|"
                      r"these|those|any|[a-z]+'s)\b", re.I)
-_FRAME = re.compile(r"\b(?:(?:do|did|can|could) you (?:still )?(?:remember|know|recall)|"
+_FRAME = re.compile(r"\b(?:(?:do|did|can|could) you (?:still )?(?:remember|know|recall)|any idea|"
                     r"remind me(?: of| about)?|tell me(?: again)?(?: about)?|again|please|by the way|"
                     r"once more)\b", re.I)
 _QUALIFIER = re.compile(r"\b(?:this|next|last|that|the coming) (?:year|term|semester|week|month|weekend|time)"
@@ -129,6 +131,8 @@ _TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:ne
                          r"\bweek after next\b|\bin \w+ (?:days|weeks|months)\b|"
                          r"\b(?:first|second|third|fourth|final|last) year\b|"
                          r"\b(?:mornings?|evenings?|weekends?|weekdays?|noon|midnight)\b", re.I)
+_MONTH_NAME = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+                         r"December)\b")
 _NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
                            r"thirty|forty|fifty|hundred|dozen)\b", re.I)
 _PLACE_VALUE = re.compile(r"\b(?:in|at|from|near|on|inside|behind|by) (?:the |a |my )?(?!(?:" + "|".join(WEEKDAYS)
@@ -282,8 +286,8 @@ def _about_kin(low: str) -> bool:
 
 def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     """A person the question names ("when is Anouk arriving?") whom the user's own statements name too."""
-    names = [m.group(0) for m in _CAPITALISED.finditer(question) if m.start() > 0 and not _CALENDAR.match(m.group(0))
-             and not _ORGANISATION.search(m.group(0))]
+    names = [re.sub(r"['’]s$", "", m.group(0)) for m in _CAPITALISED.finditer(question)
+             if m.start() > 0 and not _CALENDAR.match(m.group(0)) and not _ORGANISATION.search(m.group(0))]
     for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi"
         if any(item.kind in ("said", "quote") and re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text,
                                                              re.I) for item in evidence):
@@ -389,8 +393,8 @@ def _supplies(kind: str, text: str) -> bool:
         return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text) is not None
     if kind == "number":
         return _NUMBER_VALUE.search(text) is not None
-    if kind == "time":
-        return _TIME_VALUE.search(text) is not None or any(
+    if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too)
+        return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or any(
             claim.kind in ("day", "time", "date") for claim in facts_in(text).claims)
     if kind == "place":  # a place: "in/at/from ...", a building or room word, or a name not after "a" / "an"
         return _PLACE_VALUE.search(text) is not None or any(
@@ -583,6 +587,9 @@ def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_s
     return level
 
 
+# words that pick out one of several of a thing: "my second supervisor" is another person than "my supervisor"
+WHICH_ONE = frozenset("second third other another co-supervisor co deputy assistant former previous old ex backup "
+                      "spare".split())
 LIGHT_VERBS = frozenset(stem(w) for w in "take have get do make go use keep put give".split())  # little meaning alone
 _PART_OF_DAY = re.compile(r"\b(?:mornings?|afternoons?|evenings?|nights?|noon|midday|midnight|o'clock)\b", re.I)
 _VALUE_ASKED = re.compile(r"\b(?:which|what) (floor|room|day|date|time)\b", re.I)  # a value facts_in normalises
@@ -598,8 +605,14 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
     A statement this close to the whole question (``STATEMENT_SIMILARITY``) is not ruled out by the last two."""
     if item.kind in ("profile", "note"):
         return False
-    if asked.kind == "name_of" and not _supplies("name_of", item.text):
+    if asked.kind in ("name_of", "number") and not _supplies(asked.kind, item.text):
         return True  # "what's my nan's name?" and "my nan is coming up on the train": no name given
+    if {stem(w) for w in WHICH_ONE} & set(asked.modifiers) and not shared_stems(set(asked.modifiers) & {
+            stem(w) for w in WHICH_ONE}, content_stems(item.text)):
+        return True  # "my second supervisor", "my co-supervisor" is not "my supervisor"
+    if asked.head and not shared_stems({asked.head}, content_stems(item.text)) and shared and \
+            shared <= shared_stems(set(asked.modifiers), shared) and score < STATEMENT_SIMILARITY:
+        return True  # "my favourite climbing gym" and "I go climbing": the gym is not named
     value = _VALUE_ASKED.search(asked.core)
     if value and value.group(1).lower() not in {c.kind for c in facts_in(item.text).claims}:
         if not (value.group(1).lower() == "time" and _PART_OF_DAY.search(item.text)):
@@ -611,12 +624,18 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
         if shared_stems(asked_words, wanted) and not shared_stems(said_words, wanted) and \
                 shared_stems(said_words, {stem(w) for w in other}):
             return True
+    does = _OTHER_DOES.search(asked.core)
+    if does and does.group(1).lower() not in STOP:
+        verb = stem(does.group(1))
+        alike = {verb} | {stem(w) for group in OPPOSITE_EVENTS if shared_stems({verb}, {stem(x) for x in group})
+                          for w in group}  # "when does my brother come?" and "my brother visits on the 14th"
+        if not shared_stems(alike, said_words):
+            return True  # "where does my supervisor work?" and "my supervisor is Professor Adeyemi"
     if score >= STATEMENT_SIMILARITY:
         return False
     if asked.verb in LIGHT_VERBS and shared and shared <= {asked.verb} and len(asked.topic) > 1:
         return True
-    does = _OTHER_DOES.search(asked.core)
-    return bool(does and does.group(1).lower() not in STOP and not shared_stems({stem(does.group(1))}, said_words))
+    return False
 
 
 def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) -> tuple[int, float]:
