@@ -193,3 +193,88 @@ def test_checks_never_ask_the_notebooks_backend(monkeypatch):
     finally:
         client_module.reset_default()
         follow_correction.cache_clear()
+
+
+# ---------------------------------------------------------------- exercise 3: rank past turns by meaning
+
+from helpers.exercises.nb09 import exercise_3, generated_rank_cases  # noqa: E402
+from helpers.memory.recall import is_question  # noqa: E402
+
+_COS = ('import math\n\n'
+        'def cos(a, b):\n'
+        '    n = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))\n'
+        '    return sum(x * y for x, y in zip(a, b)) / n if n else 0.0\n\n')
+WRONG_RANKINGS = {  # name: (the cell, the hint it must get)
+    "the stub": (exercise_3.stub, "Put the most similar turn first"),
+    "worst first": (_COS + 'def rank_turns(q, turns, k):\n'
+                    '    s = sorted((cos(q, v), t) for t, text, v in turns if not is_question(text))\n'
+                    '    return [t for _, t in s][:k]\n', "highest first"),
+    "the dot product": ('def rank_turns(q, turns, k):\n'
+                        '    s = [(sum(x * y for x, y in zip(q, v)), t) for t, text, v in turns if not is_question(text)]\n'
+                        '    s.sort(key=lambda p: (-p[0], -p[1]))\n'
+                        '    return [t for _, t in s[:k]]\n', "Compare directions, not sizes"),
+    "questions ranked too": (_COS + 'def rank_turns(q, turns, k):\n'
+                             '    s = sorted(((cos(q, v), t) for t, text, v in turns), key=lambda p: (-p[0], -p[1]))\n'
+                             '    return [t for _, t in s[:k]]\n', "A question states nothing"),
+    "the older turn first on a tie": (_COS + 'def rank_turns(q, turns, k):\n'
+                                      '    s = [(cos(q, v), t) for t, text, v in turns if not is_question(text)]\n'
+                                      '    s.sort(key=lambda p: (-p[0], p[1]))\n'
+                                      '    return [t for _, t in s[:k]]\n', "the newer one"),
+    "one too many": (_COS + 'def rank_turns(q, turns, k):\n'
+                     '    s = [(cos(q, v), t) for t, text, v in turns if not is_question(text)]\n'
+                     '    s.sort(key=lambda p: (-p[0], -p[1]))\n'
+                     '    return [t for _, t in s[:k + 1]]\n', "Return exactly k turn ids"),
+    "a zero vector divides by zero": ('import math\n\n'
+                                      'def rank_turns(q, turns, k):\n'
+                                      '    def cos(a, b):\n'
+                                      '        return sum(x * y for x, y in zip(a, b)) / (math.hypot(*a) * math.hypot(*b))\n'
+                                      '    s = [(cos(q, v), t) for t, text, v in turns if not is_question(text)]\n'
+                                      '    s.sort(key=lambda p: (-p[0], -p[1]))\n'
+                                      '    return [t for _, t in s[:k]]\n', "A zero vector has no direction"),
+    "the texts instead of the ids": (_COS + 'def rank_turns(q, turns, k):\n'
+                                     '    s = [(cos(q, v), t, text) for t, text, v in turns if not is_question(text)]\n'
+                                     '    s.sort(key=lambda p: (-p[0], -p[1]))\n'
+                                     '    return [text for _, _, text in s[:k]]\n', "return a list of turn ids"),
+}
+RIGHT_RANKINGS = {
+    "the solution": exercise_3.solution_code,
+    "numpy, with a stable sort": ('import numpy as np\n\n'
+        'def rank_turns(question_vector, turns, k):\n'
+        '    q = np.asarray(question_vector, dtype=float)\n'
+        '    kept = [(t, np.asarray(v, dtype=float)) for t, text, v in turns if not is_question(text)]\n'
+        '    def score(v):\n'
+        '        size = np.linalg.norm(q) * np.linalg.norm(v)\n'
+        '        return float(q @ v / size) if size > 0 else 0.0\n'
+        '    kept.sort(key=lambda item: item[0], reverse=True)        # newer first ...\n'
+        '    kept.sort(key=lambda item: score(item[1]), reverse=True)  # ... then by similarity (stable)\n'
+        '    return [int(t) for t, _ in kept[:k]]\n'),
+    "heapq over unit vectors": ('import heapq, math\n\n'
+        'def unit(v):\n'
+        '    n = math.sqrt(sum(x * x for x in v))\n'
+        '    return [x / n for x in v] if n else [0.0] * len(v)\n\n'
+        'def rank_turns(question_vector, turns, k):\n'
+        '    q = unit(question_vector)\n'
+        '    candidates = [(sum(a * b for a, b in zip(q, unit(v))), t) for t, text, v in turns\n'
+        '                  if not text.rstrip().endswith("?") and not is_question(text)]\n'
+        '    return [t for _, t in heapq.nlargest(k, candidates)]\n'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_RANKINGS))
+def test_a_wrong_ranking_gets_its_specific_hint(name):
+    code, hint = WRONG_RANKINGS[name]
+    passed, said = run(exercise_3, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_RANKINGS))
+def test_a_right_ranking_passes(name):
+    passed, said = run(exercise_3, RIGHT_RANKINGS[name])
+    assert passed and said.startswith("✓"), said
+
+
+def test_the_generated_ranking_cases_hold_questions_and_ties_are_exact():
+    cases = generated_rank_cases()
+    assert any(is_question(text) for _, _, turns, _, _ in cases for _, text, _ in turns)
+    assert all(len({v for _, _, v in turns}) == len(turns) for _, _, turns, _, _ in cases)
+    assert any(len(turns) > k for _, _, turns, k, _ in cases) and any(len(turns) < k for _, _, turns, k, _ in cases)

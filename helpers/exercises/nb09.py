@@ -7,6 +7,7 @@ notebook uses. Neither passes in a date or time: the same verdict on any backend
 """
 from __future__ import annotations
 
+import math
 import random
 import re
 from functools import lru_cache
@@ -277,4 +278,120 @@ exercise_2 = Exercise(
     checker=_check_correction, answers=("my_correction",),
     hints=("Run show_correction(my_correction): what did the profile make of your sentence?",
            "Say it with the same attribute as turn 0, 'my advisor is ...', and the new name."),
+)
+
+
+# ---------------------------------------------------------------- exercise 3: rank past turns by meaning
+
+def _cosine(a, b) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b)) / norm if norm else 0.0
+
+
+def reference_rank(question_vector, turns, k):
+    """The ids of the k statements most like the question by cosine, best first; ties go to the newer turn."""
+    scored = [(_cosine(question_vector, vector), turn_id) for turn_id, text, vector in turns
+              if not is_question(text)]
+    return [turn_id for _, turn_id in sorted(scored, key=lambda pair: (-pair[0], -pair[1]))[:k]]
+
+
+Q = (1.0, 0.0)
+# (what the case is about, question vector, turns, k, the hint when the answer differs)
+RANK_CASES = (
+    ("three statements, one per direction", Q,
+     [(1, "My advisor is Dr. Varga.", (1.0, 0.0)), (2, "I like the north gate.", (0.0, 1.0)),
+      (3, "The AI club is fun.", (0.6, 0.8))], 3,
+     "Put the most similar turn first: sort by similarity, highest first."),
+    ("a long vector against a short one that points the same way as the question", Q,
+     [(1, "I study data science and statistics.", (3.0, 3.0)), (2, "My advisor is Dr. Varga.", (1.0, 0.1))], 2,
+     "Compare directions, not sizes: cosine divides the dot product by both vectors' lengths, so a long vector "
+     "that points elsewhere does not win."),
+    ("a question that repeats the words of the question asked now", Q,
+     [(1, "Who is my advisor?", (1.0, 0.0)), (2, "My advisor is Dr. Varga.", (0.9, 0.3))], 1,
+     "A question states nothing: skip turns whose text is_question(text), or the user's own question comes "
+     "back as its own answer."),
+    ("the same statement said twice", Q,
+     [(3, "My advisor is Dr. Varga.", (0.8, 0.6)), (7, "My advisor is Dr. Varga.", (0.8, 0.6)),
+      (5, "I like the north gate.", (0.0, 1.0))], 2,
+     "Two turns equally similar: the newer one (the higher turn id) goes first, as it may carry the correction."),
+    ("more turns than k", Q,
+     [(i, f"Statement number {i}.", (1.0, i / 10)) for i in range(1, 7)], 3,
+     "Return exactly k turn ids (or every statement, when there are fewer than k)."),
+    ("fewer statements than k", Q, [(1, "My advisor is Dr. Varga.", (1.0, 0.0))], 4,
+     "Return exactly k turn ids (or every statement, when there are fewer than k)."),
+    ("a turn with no meaning at all (a zero vector)", Q,
+     [(1, "ok", (0.0, 0.0)), (2, "My advisor is Dr. Varga.", (0.5, 0.5))], 2,
+     "A zero vector has no direction: give it similarity 0 instead of dividing by zero."),
+)
+
+
+def generated_rank_cases(seed: int = 9, n: int = 40) -> list[tuple]:
+    """Seeded cases: integer vectors in four dimensions, some turns questions, k from 1 to 6."""
+    rng, cases = random.Random(seed), []
+    for index in range(n):
+        question = tuple(float(rng.randint(-3, 3)) for _ in range(4)) or (1.0, 0, 0, 0)
+        if not any(question):
+            question = (1.0, 0.0, 0.0, 0.0)
+        turns, seen = [], set()
+        for turn_id in range(rng.randint(2, 9)):
+            vector = tuple(float(rng.randint(-3, 3)) for _ in range(4))
+            size = max(map(abs, vector))
+            direction = tuple(round(x / size, 9) for x in vector) if size else None
+            if direction in seen:  # no two turns point the same way: every tie is an exact one, made on purpose
+                continue
+            seen.add(direction)
+            text = rng.choice(("When is it open?", "Where do I go?")) if rng.random() < 0.25 else \
+                f"Statement {turn_id} about my week."
+            turns.append((turn_id, text, vector))
+        cases.append((f"generated case {index}", question, turns, rng.randint(1, 6), None))
+    return cases
+
+
+def _check_rank(rank_turns) -> str:
+    if not callable(rank_turns):
+        raise Hint("rank_turns must be a function: def rank_turns(question_vector, turns, k): ...")
+    cases = [*RANK_CASES, *generated_rank_cases()]
+    for label, question, turns, k, hint in cases:
+        expected = reference_rank(question, turns, k)
+        try:
+            got = rank_turns(question, list(turns), k)
+        except ZeroDivisionError:
+            raise Hint(f"For {label}, rank_turns divided by zero. A zero vector has no direction: give it "
+                       "similarity 0 instead of dividing by zero.") from None
+        got = list(got) if isinstance(got, (list, tuple)) else got
+        if not isinstance(got, list) or any(not isinstance(item, int) for item in got):
+            raise Hint(f"For {label}, rank_turns returned {got!r:.90}; return a list of turn ids (ints), best "
+                       "first.")
+        if len(got) != len(expected):
+            raise Hint(f"For {label} (k={k}), you returned {len(got)} turn ids; expected {expected}. Return "
+                       "exactly k turn ids (or every statement, when there are fewer than k).")
+        if got != expected:
+            raise Hint(f"For {label} (k={k}), you ranked {got}; expected {expected}. "
+                       f"{hint or 'Score every statement by cosine, skip questions, best first, newer first on a tie.'}")
+    return (f"{len(RANK_CASES)} worked and {len(cases) - len(RANK_CASES)} generated cases ranked right: cosine, "
+            "not size; questions skipped; best first; the newer turn first on a tie; exactly k.")
+
+
+RANK_STUB = '''def rank_turns(question_vector, turns, k):
+    """The ids of the k past statements most like the question, best first.
+
+    turns: (turn_id, text, vector) for each past user message."""
+    return [turn_id for turn_id, text, vector in turns][:k]'''
+RANK_SOLUTION = '''def rank_turns(question_vector, turns, k):
+    def cosine(a, b):
+        norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+        return sum(x * y for x, y in zip(a, b)) / norm if norm else 0.0
+
+    scored = [(cosine(question_vector, vector), turn_id) for turn_id, text, vector in turns
+              if not is_question(text)]               # a question states nothing
+    scored.sort(key=lambda pair: (-pair[0], -pair[1]))  # most similar first; on a tie, the newer turn
+    return [turn_id for _, turn_id in scored[:k]]'''
+
+exercise_3 = Exercise(
+    "09.3", "rank past turns by meaning", stub=RANK_STUB, solution_code=RANK_SOLUTION,
+    checker=_check_rank, answers=("rank_turns",),
+    context=lambda: {"math": math, "is_question": is_question},
+    hints=("Score each past turn against the question, then sort: which turn should come first?",
+           "Cosine is the dot product divided by both lengths; a zero vector gets 0. Skip is_question(text).",
+           "Sort by (-similarity, -turn_id) and keep the first k ids."),
 )
