@@ -16,12 +16,18 @@ one.
    about the user: *strong* ("what's my X", "which X is mine", "am I", "did I", "have I", "do you
    remember", "remind me", "what do I <verb>" with no object: "where do I live?"), *weak* (other
    first-person questions: "where do I print a poster?", "can I bring a friend?"), or *third* (no
-   first person: "who is visiting next month?"). A how-to ("how do I book a room?") is not asked.
+   first person: "who is visiting next month?"). A how-to ("how do I book a room?") is not asked. A
+   first-person question about the user's own life -- nearer a kind of personal attribute (health, allergy,
+   medicine, diet, family, friends, visitors, home, schedule, job, pet, birthday: ``meaning.PERSONAL_KINDS``)
+   than any campus sentence -- is strong ("what am I allergic to?", "who is visiting me?"), and so is one
+   about a relative ("where does my sister live?") or a person the user introduced ("when is Anouk
+   arriving?" after "my girlfriend Anouk ...").
 2. *Evidence* is only what the user said, as found in the request: statements (not questions, not
    requests such as "tell me about X") of earlier user messages (the window, newest of all),
    ``[turn N] user: "..."`` quotes and ``- label: value (turn N, ...)`` lines in any system message
    (recalled turns, summaries, a profile or facts block), and the current value in a superseded
-   quote's note. The assistant's words never count.
+   quote's note. The assistant's words never count, nor, when the newest message names its speaker, a
+   message or quote another named speaker said.
 3. *Matching* a statement (``_match``), on three levels: **3** it names every word asked about, or
    introduces the user's name ("call me X", "my name's X", "I'm X") for a name question; **2** its
    topic ("my X is ...", a profile label) is the same thing in other words -- the question is close
@@ -36,17 +42,25 @@ one.
    sister's birthday" for "when is my birthday?", "my cousin lives in Leeds" for "where do I
    live?"), the user's own name for any other question -- or when it names no value of the kind
    asked: no person for "who", no number for "how many", no time for "when" (months and weekdays
-   name no person or place). A weak question needs level 2 or half the words asked about; a
+   name no person or place), or when it names the thing but not what is asked (no floor for "which floor",
+   no clock time for "what time", the opposite event -- "ends" for "starts" --, only a light verb such as
+   "take", or not what a relative does: "where does my girlfriend work?"; "my second supervisor" is not
+   "my supervisor"). A general question about a kind of attribute ("what can't I eat?", "any health
+   conditions?") is matched by statements near that kind (level 1, the nearest first). A weak question
+   needs level 2 or half the words asked about; a
    third-person question needs a statement of the user's about someone or something of theirs ("my
    partner Sam starts ...") that names every word (two or more) and the kind asked -- and, unless it
    asks "who", such a question near the knowledge base goes to the campus rules instead.
 4. *Choosing*: statements the context does not mark as superseded ("(superseded at turn M: X is now
    "Y")" after a quote, "(superseded)" or "(outdated)" after a line) first; then the higher level;
-   then the larger share of the words asked about; then evidence marked current ("(current)", or a
-   profile line that names the value it superseded); then the newest (highest turn id, the window
-   above all, later in the request on a tie). A newer statement that corrects the chosen one
-   ("actually", "now", "update", "changed", "renamed", ...) and names the same thing (the head noun of
-   its topic: "team", "locker") wins over the value it replaced. For "what did I say about X" every
+   then the larger share of the words asked about; then, for a general question, nearness to its kind; then
+   evidence marked current ("(current)", or a profile line that names the value it superseded); then the
+   newest (highest turn id, the window above all, later in the request on a tie). A newer statement that
+   corrects the chosen one -- a change of state ("actually", "now", "switched", "moved", "pushed to", ...)
+   that names the same thing (the head noun of its topic: "team", "locker"), or gives another normalised
+   value of the same kind (a room for a room: "I switched to room 318 today"; a bare number only when it
+   shares a word asked about) near it in meaning, and speaks of no other "my X" -- wins over the value it
+   replaced, even when it does not match the question by itself. For "what did I say about X" every
    sentence of the user's that mentions X counts, the user's own words before profile lines.
 5. *Answer*: the user's own words quoted with their turn -- ``You told me (turn N): "..."`` -- or
    ``Your profile says (turn N): label: value.`` (with a request to confirm a fact marked "possibly

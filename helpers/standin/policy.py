@@ -69,10 +69,13 @@ text or tool calls. The rules, in order:
    ``[club-ai] AI Club: ...``) with the sentence most similar to the question (the
    local MiniLM model; below ``ANSWER_SIMILARITY`` it says it doesn't know), citing the
    entry id; otherwise a short honest reply.
+   A greeting gets a two-sentence introduction, anything else a two-sentence "I can only answer from
+   ..." (so a limit of one sentence shows).
    System prompt directives it honours: "your name is X" (in a greeting); answer length --
-   "one sentence", "a single sentence", "1 sentence", "at most two sentences", "briefly", "keep
-   it short", "concise", and their negations ("never answer in one sentence", "don't be brief",
-   "write a paragraph"), read clause by clause by ``meaning.length_limit``; "bullet points";
+   "one sentence", "a single sentence", "1 sentence", "at most two sentences", "up to three sentences",
+   "briefly", "keep it short", "concise", and their negations ("never answer in one sentence" asks for
+   more, "one short sentence, never two" and "never two sentences" for one, "don't be brief", "write a
+   paragraph"), read clause by clause by ``meaning.length_limit``; "bullet points";
    "uppercase" / "shout" (each unless negated: "don't use bullet points").
 """
 from __future__ import annotations
