@@ -10,6 +10,11 @@ Each rule is (key, topic, pattern): "my name is X" / "call me X" -> name; "my go
 aiming to ..." -> goal; "I'm vegetarian" (vegan, gluten-free) -> constraint/diet; "I'm allergic to ..." ->
 constraint/allergy; "I can't do ..." -> constraint; "I prefer ..." -> preference. A topic ``*`` is worked
 out from the value (``topic_of``: a time of day or week is ``schedule``, a way to be reached ``contact``).
+
+The rules take attributes of the user only: another person's reported or quoted words are left out first
+(``without_reported_speech``: "my sister said her birthday is in May"), and "my X is Y" is an attribute only
+when it is the user's own and current (``is_users_attribute``: not "my kids' smiles are awesome", "my
+favourite part was the ending").
 """
 from __future__ import annotations
 
