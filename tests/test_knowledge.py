@@ -7,8 +7,8 @@ import openai
 import pytest
 
 from helpers.retrieval.embeddings import LOCAL_MODEL_NAME, EmbeddingError, EmbeddingTruncationWarning, local_embed
-from helpers.retrieval.knowledge import (CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit, KnowledgeBase,
-                               answer_with_context, cache_dir, cosine_top_k, format_context)
+from helpers.retrieval.knowledge import (ANSWER_MAX_TOKENS, CONTEXT_PROMPT, NO_CONTEXT, CacheWarning, Hit,
+                               KnowledgeBase, answer_with_context, cache_dir, cosine_top_k, format_context)
 from helpers.retrieval.knowledge_eval import evaluate, load_eval_questions
 from helpers.retrieval.knowledge_files import Entry, KnowledgeBaseError, load_knowledge_base
 
@@ -298,6 +298,7 @@ def test_answer_with_context_sends_the_prompt_and_the_passages():
     system, user = server.requests[0]["messages"]
     assert system["content"] == CONTEXT_PROMPT + "[club-ai] AI Club: Meets Thursdays."
     assert user == {"role": "user", "content": "When?"}
+    assert server.requests[0]["max_tokens"] == ANSWER_MAX_TOKENS  # bounded for a small local model
 
 
 def test_an_entry_with_line_breaks_is_loaded_as_one_line_and_forges_no_passage(tmp_path):

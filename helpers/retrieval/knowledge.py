@@ -72,6 +72,7 @@ def cosine_top_k(query_vector: np.ndarray, matrix: np.ndarray, k: int,
 
 
 NO_CONTEXT = "(no matching entries in the campus knowledge base)"
+ANSWER_MAX_TOKENS = 300  # a cited campus answer is a few sentences; a cap keeps a small local model under a minute
 CONTEXT_PROMPT = (
     "You are the Larkspur University campus assistant. Answer the question using only the context entries "
     "below, and cite the id of each entry you use in square brackets, like [club-ai]. Ignore entries marked "
@@ -90,7 +91,8 @@ def answer_with_context(question: str, hits: Sequence[Hit], *, client: Any = Non
     """Ask the chat model to answer ``question`` from ``hits`` only, citing entry ids."""
     messages = [{"role": "system", "content": CONTEXT_PROMPT + format_context(hits)},
                 {"role": "user", "content": question}]
-    return chat(messages, client=client, settings=settings).choices[0].message.content or ""
+    reply = chat(messages, client=client, settings=settings, max_tokens=ANSWER_MAX_TOKENS)  # a small model may ramble
+    return reply.choices[0].message.content or ""
 
 
 # ------------------------------------------------------------------ cache
