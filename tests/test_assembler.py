@@ -11,7 +11,7 @@ from helpers.llm.client import EndpointError
 from helpers.llm.config import load_settings
 from helpers.core.errors import EmptyMessageError
 from helpers.chat.history import split_turns
-from helpers.memory.assembler import MemoryAssembler, assemble_context, mark_superseded
+from helpers.memory.assembler import MemoryAssembler, assemble_context, fit_window, mark_superseded
 from helpers.memory.budget import ContextBudgetError, Shares, relevant_first
 from helpers.memory.recall import Recalled, quote_turn
 from helpers.memory.recall_index import RecallIndex, RecallWarning
@@ -123,8 +123,27 @@ def test_profile_drops_stale_facts_first():
 
 
 def test_recall_keeps_to_its_share_best_first():
-    assembly = assemble_context(SYSTEM, [], "next?", budget=190, recalled=RECALLED, shares=Shares(recall=0.4))
-    assert assembly.report.ids("recall") == [0] and assembly.report.ids("recall", dropped=True) == [1]
+    seen = set()
+    for budget in range(80, 400, 5):  # at every budget: a best-first prefix is sent, the rest dropped
+        try:
+            assembly = assemble_context(SYSTEM, [], "next?", budget=budget, recalled=RECALLED,
+                                        shares=Shares(recall=0.4))
+        except ContextBudgetError:
+            continue
+        kept, dropped = assembly.report.ids("recall"), assembly.report.ids("recall", dropped=True)
+        assert kept + dropped == [0, 1] and assembly.report.total <= budget
+        seen.add(len(kept))
+    assert seen == {0, 1, 2}
+
+
+def test_recall_takes_what_the_window_s_share_leaves_and_no_more():
+    window = [(10 + i, turn(f"question {i}", "answer " * 30)) for i in range(6)]
+    many = [Recalled(i, 1 - i / 100, quote_turn(i, turn(f"I keep key {i} in drawer {i}."))) for i in range(60)]
+    assembly = assemble_context(SYSTEM, window, "next?", budget=700, recalled=many)
+    room = 700 - sum(p.tokens for p in assembly.report.parts if p.kind in ("fixed", "system", "question"))
+    own = fit_window(window, int(room * Shares().window), tokens.count_message)[1]  # what the share holds alone
+    assert own.included and assembly.report.part("window").included[-len(own.included):] == own.included
+    assert assembly.report.part("recall").tokens <= room - own.tokens and assembly.report.total <= 700
 
 
 def test_unused_shares_go_to_the_window():

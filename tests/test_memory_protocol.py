@@ -4,6 +4,8 @@ parts add up to the whole state, a checkpoint takes a failed turn back exactly, 
 profile saves in the time of one turn, whatever its length."""
 from __future__ import annotations
 
+from helpers.core import clock
+
 import ast
 import copy
 import json
@@ -134,7 +136,7 @@ def test_a_failed_turn_keeps_every_recall_vector_and_embeds_nothing_again(monkey
 def test_an_undone_small_talk_turn_leaves_no_trace():
     session = ChatSession(memory=assistant_like())
     session.chat("hi")
-    assert session.memory.state()["turns"] == {"0": {"recall": {"skipped": True}}}
+    assert session.memory.state()["turns"] == {"0": {"at": clock.now().isoformat(), "recall": {"skipped": True}}}
     session.undo()
     assert session.memory.state()["turns"] == {} and session.memory.recall.skipped == []
 
@@ -200,7 +202,7 @@ def test_a_session_stored_with_its_whole_memory_in_the_header_keeps_every_turn_a
     for text in SAID[:4] + ASKED[:2]:
         session.chat(text)
     state = session.snapshot()
-    recall, profile = _split_turns(state["memory"].pop("turns"), {}, {"user_id": "ada"})
+    recall, profile, _ = _split_turns(state["memory"].pop("turns"), {}, {"user_id": "ada"})
     state["memory"].update(recall=recall, profile=profile)  # the layout older saves wrote: all in the header
     store.save("ada", "s1", state)
     assert all("memory" not in json.loads(body) for (body,) in

@@ -141,7 +141,7 @@ def test_a_plain_writer_keeps_the_summary_and_recall_of_the_older_whole_state_la
         session.chat(text)
     state = session.snapshot()
     assert state["memory"]["summary"]["turn_runs"]  # the summary covers the dropped turns
-    recall, profile = _split_turns(state["memory"].pop("turns"), {}, {"user_id": "ada"})
+    recall, profile, _ = _split_turns(state["memory"].pop("turns"), {}, {"user_id": "ada"})
     state["memory"].update(recall=recall, profile=profile)  # the layout older saves wrote: all in the header
     store.save("ada", "s1", state)
     old = header_memory(db, "s1")

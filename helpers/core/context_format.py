@@ -230,22 +230,48 @@ def read_judge_request(text: str) -> tuple[str, str] | None:
 # ---------------------------------------------------------------- transcript and quote lines: "[turn N] ..."
 
 EMPTY_MESSAGE = "(empty message)"
-_TURN_LINE = re.compile(r"^\[turn (\d+)\] (user|assistant|tool[^:]*?)(?: \([^()\n]*\))?: ?(.*)$")
+# A turn's tag: ``[turn 3]``, or with the day the turn was said, ``[turn 3, 2023-05-08]`` (``turn_tag``).
+TURN_TAG = r"\[turn (\d+)(?:, (\d{4}-\d{2}-\d{2}))?\]"
+_TURN_LINE = re.compile(r"^" + TURN_TAG + r" (user|assistant|tool[^:]*?)(?: \([^()\n]*\))?: ?(.*)$")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def write_turn_line(turn_id: int, role: str, text: Any) -> str:
+def turn_day(at: Any) -> str | None:
+    """The day of a turn's time as ``YYYY-MM-DD`` (a datetime, a date or an ISO 8601 text), or None."""
+    if at is None:
+        return None
+    if hasattr(at, "isoformat"):
+        at = at.isoformat()
+    day = str(at)[:10]
+    return day if _DAY.fullmatch(day) else None
+
+
+def turn_tag(turn_id: int, at: Any = None) -> str:
+    """``[turn 3]``, or ``[turn 3, 2023-05-08]`` when the turn's time ``at`` is known (``turn_day``)."""
+    day = turn_day(at)
+    return f"[turn {int(turn_id)}, {day}]" if day else f"[turn {int(turn_id)}]"
+
+
+def write_turn_line(turn_id: int, role: str, text: Any, at: Any = None) -> str:
     """``[turn 3] user: text``: one message of a turn as the summariser's TURNS list shows it.
 
-    ``role`` is ``user``, ``assistant``, ``tool call`` or ``tool <name>``; ``text`` is made one line.
+    ``role`` is ``user``, ``assistant``, ``tool call`` or ``tool <name>``; ``text`` is made one line;
+    ``at``, the turn's time, dates the tag (``turn_tag``).
     """
-    return f"[turn {int(turn_id)}] {one_line(role)}: {one_line(text)}"
+    return f"{turn_tag(turn_id, at)} {one_line(role)}: {one_line(text)}"
 
 
 def read_turn_line(line: str) -> tuple[int, str, str] | None:
     """(turn id, role, text) of a transcript or quote line, or None (a quote's text keeps its quotes; a
-    speaker's name after the role, ``user (Dana):``, is not part of the role)."""
+    speaker's name after the role, ``user (Dana):``, is not part of the role; the tag's day: ``read_turn_day``)."""
     match = _TURN_LINE.match(line)
-    return (int(match.group(1)), match.group(2), match.group(3)) if match else None
+    return (int(match.group(1)), match.group(3), match.group(4)) if match else None
+
+
+def read_turn_day(line: str) -> str | None:
+    """The day a line's turn tag gives (``[turn 3, 2023-05-08] ...``), or None."""
+    match = re.match(TURN_TAG, line)
+    return match.group(2) if match else None
 
 
 @dataclass(frozen=True)
@@ -268,6 +294,7 @@ class Quote:
     answer: str | None = None
     notes: tuple[SupersededNote, ...] = ()
     name: str | None = None
+    day: str | None = None  # the day the tag gives (``[turn 3, 2023-05-08]``), when the turn's time was known
 
 
 _NOTE = re.compile(r'\(superseded at turn (\d+): (.+?) is now "([^"]*)"\)')
@@ -290,15 +317,16 @@ def speaker_name(name: Any) -> str:
 
 
 def write_quote_line(turn_id: int, role: str, text: Any, *, answer: Any = None,
-                     notes: Iterable[SupersededNote] = (), name: Any = None) -> str:
+                     notes: Iterable[SupersededNote] = (), name: Any = None, at: Any = None) -> str:
     """``[turn 3] user: "text"`` (``quote_text``: one line, double quotes made single), with the final
     answer on the same line (`` -> assistant: "..."``, as a summary writes it) and notes after it.
 
     ``role`` is ``user`` or ``assistant`` (an assistant's words are quoted as its own, never as the user's);
     ``name``, the speaker a message names (the OpenAI ``name`` field), follows the role in parentheses:
-    ``[turn 3] assistant (Melanie): "..."`` (``speaker_name``)."""
+    ``[turn 3] assistant (Melanie): "..."`` (``speaker_name``); ``at``, the turn's time, dates the tag
+    (``[turn 3, 2023-05-08] user: "..."``)."""
     who = one_line(role) + (f" ({speaker_name(name)})" if name is not None and str(name).strip() else "")
-    line = f'[turn {int(turn_id)}] {who}: "{quote_text(text)}"'
+    line = f'{turn_tag(turn_id, at)} {who}: "{quote_text(text)}"'
     if answer is not None:
         line += f' -> assistant: "{quote_text(answer)}"'
     return line + "".join(" " + write_superseded_note(n.turn_id, n.label, n.value) for n in notes)
@@ -308,28 +336,28 @@ def read_quotes(text: str, role: str = "user") -> list[Quote]:
     """Every ``[turn N] <role>: "..."`` quote in ``text`` (anywhere in a line; ``<role> (name):`` too), with
     what follows it on its line: the answer quoted after it and every superseded note. ``role="assistant"``
     reads the assistant's own quoted words (a user's quote is never read as the assistant's, nor back)."""
-    pattern = re.compile(r'\[turn (\d+)\] ' + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "([^"]*)"(.*)$', re.M)
+    pattern = re.compile(TURN_TAG + " " + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "([^"]*)"(.*)$', re.M)
     found = []
     for match in pattern.finditer(text):
-        rest = match.group(4)
+        rest = match.group(5)
         answer = _ANSWER_QUOTE.match(rest)
-        found.append(Quote(int(match.group(1)), role, match.group(3), answer.group(1) if answer else None,
-                           tuple(read_superseded_notes(rest)), match.group(2)))
+        found.append(Quote(int(match.group(1)), role, match.group(4), answer.group(1) if answer else None,
+                           tuple(read_superseded_notes(rest)), match.group(3), match.group(2)))
     return found
 
 
-_TOOLS_LINE = re.compile(r"^\[turn (\d+)\] \(tools used: (.*)\)$")
+_TOOLS_LINE = re.compile(r"^" + TURN_TAG + r" \(tools used: (.*)\)$")
 
 
-def write_tools_line(turn_id: int, names: Iterable[Any]) -> str:
+def write_tools_line(turn_id: int, names: Iterable[Any], at: Any = None) -> str:
     """``[turn 3] (tools used: search_campus_info, days_until_weekday)``: each name once, in order."""
-    return f"[turn {int(turn_id)}] (tools used: {one_line(', '.join(dict.fromkeys(map(str, names))))})"
+    return f"{turn_tag(turn_id, at)} (tools used: {one_line(', '.join(dict.fromkeys(map(str, names))))})"
 
 
 def read_tools_line(line: str) -> tuple[int, list[str]] | None:
     """(turn id, tool names) of a tools line, or None."""
     match = _TOOLS_LINE.match(line)
-    return (int(match.group(1)), match.group(2).split(", ") if match.group(2) else []) if match else None
+    return (int(match.group(1)), match.group(3).split(", ") if match.group(3) else []) if match else None
 
 
 # ---------------------------------------------------------------- fact lines: "- label: value (mark)tail"
@@ -413,18 +441,37 @@ def read_fact_lines(text: str) -> list[FactLine]:
 PINNED_PREFIX = "Pinned"  # the summary line that lists facts kept word for word
 LEFT_OUT_NOTE = "(Left out to stay within the word limit: {turns}.)"  # a summariser's note of turns it dropped
 _LEFT_OUT = re.compile(r"\(Left out to stay within the word limit: (turns? [\d, -]+)\.\)")
-_SUMMARY_HEADER = re.compile(re.escape(SUMMARY_HEADER) + r" \((.*)\):")
+_SUMMARY_HEADER = re.compile(re.escape(SUMMARY_HEADER) + r" \((?:made from )?(.*?)(?:; its lines cite (.*))?\):")
+_CITED = re.compile(r"\[turn (\d+)[,\]]")
 
 
-def write_summary_header(turn_ids: Sequence[int]) -> str:
-    """``Summary of earlier turns (turns 0-5):``."""
-    return f"{SUMMARY_HEADER} ({format_turn_ids(turn_ids)}):"
+def cited_turns(text: str) -> list[int]:
+    """The turns a summary's text cites by their tag (``[turn 4]``, ``[turn 4, 2023-05-08]``), sorted."""
+    return sorted({int(m.group(1)) for m in _CITED.finditer(text)})
+
+
+def write_summary_header(turn_ids: Sequence[int], cited: Sequence[int] | None = None) -> str:
+    """``Summary of earlier turns (turns 0-5):`` -- or, when its lines cite only some of the turns it was made
+    from (a summary within a word limit keeps few), the honest ``Summary of earlier turns (made from turns
+    0-207; its lines cite turns 201, 204, 207):``. ``cited`` None: the summary is taken to cover them all."""
+    made = format_turn_ids(turn_ids)
+    if cited is None or set(turn_ids) <= set(cited):
+        return f"{SUMMARY_HEADER} ({made}):"
+    return f"{SUMMARY_HEADER} (made from {made}; its lines cite {format_turn_ids(cited)}):"
 
 
 def read_summary_header(line: str) -> list[int] | None:
-    """The turn ids a summary header names, or None."""
+    """The turn ids a summary header says it was made from, or None (the ones it cites: ``read_summary_cited``)."""
     match = _SUMMARY_HEADER.fullmatch(line)
     return parse_turn_ids(match.group(1)) if match else None
+
+
+def read_summary_cited(line: str) -> list[int] | None:
+    """The turn ids a summary header says its lines cite (all it was made from, when it names none apart)."""
+    match = _SUMMARY_HEADER.fullmatch(line)
+    if not match:
+        return None
+    return parse_turn_ids(match.group(2) or match.group(1))
 
 
 def write_pinned_line(items: Sequence[Any]) -> str:
@@ -458,7 +505,7 @@ def read_left_out_note(line: str) -> list[int] | None:
 # ---------------------------------------------------------------- which lines are a block's, not instructions
 
 # quoted turns and passages ("[turn 3] user: ...", "[club-ai] ..."), fact lines ("- diet: ...")
-_BLOCK_LINE = re.compile(r"^\s*(?:\[(?:turn \d+|[a-z0-9][\w-]*)\]|- [\w /'-]{1,40}: )")
+_BLOCK_LINE = re.compile(r"^\s*(?:\[(?:turn \d+(?:, \d{4}-\d{2}-\d{2})?|[a-z0-9][\w-]*)\]|- [\w /'-]{1,40}: )")
 
 
 def is_block_line(line: str) -> bool:

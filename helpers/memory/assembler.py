@@ -12,17 +12,21 @@ keeps) follows. The shares, the block fitters and the report types are in
    steps -- plus the system prompt and the new question. Always sent; if they alone
    exceed the budget, ``ContextBudgetError`` (nothing is sent).
 2. What is left (the *room*) is shared out, block by block, in this order:
-   - **profile** (system message) -- up to ``shares.profile`` of the room (15 %);
+   - **profile** (system message) -- up to ``shares.profile`` of the room (10 %);
      stale facts, then the least important keys, are left out first;
    - **summary** (system message ``Summary of earlier turns (turns a-b): ...``) -- up to
-     ``shares.summary`` (20 %); the oldest lines go first, pinned facts never (they may
+     ``shares.summary`` (10 %); the oldest lines go first, pinned facts never (they may
      borrow from the window's part);
-   - **recalled turns** (one system message of quoted turns) -- up to ``shares.recall``
-     (25 %), best match first, until the share is full (``MemoryAssembler.build`` asks recall for
-     as many turns as the share can hold, not a fixed k);
-   - **the window** -- everything still unused: the newest *whole* turns that fit, newest
-     first, stopping at the first that does not (no gaps, never half a turn).
-   A block's unused share goes to the window, not to the next block. An empty assistant reply
+   - **the newest turns** -- up to the window's own share, ``shares.window`` (what the three
+     blocks' shares leave: 30 %), the newest *whole* turns that fit, newest first, stopping at
+     the first that does not (no gaps, never half a turn);
+   - **recalled turns** (one system message of quoted turns, each dated with its turn's day) --
+     ``shares.recall`` (50 %) and every share the blocks above left unused, best match first,
+     until it is full (``MemoryAssembler.build`` asks recall for as many turns as that can hold,
+     not a fixed k);
+   - **the window** -- it grows, still whole turns and no gaps, into whatever recall left.
+   So an unused share goes to recall first (a long conversation has more to recall than its
+   window holds), and what recall cannot use goes to the window. An empty assistant reply
    (no text, no tool calls) is not sent; its turn is, and the report names it.
 
 The result is never over budget (by ``count``, default ``helpers.core.tokens.count_message``:
@@ -55,7 +59,10 @@ import warnings
 from dataclasses import replace
 from typing import Any, Sequence
 
-from helpers.core.errors import WorkshopError
+from datetime import datetime
+
+from helpers.core import clock
+from helpers.core.errors import ConfigError, WorkshopError
 from helpers.core import tokens
 from helpers.chat.history import HistoryError, keep_newest
 from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Count, Part, Shares, fact_text,
@@ -65,7 +72,7 @@ from helpers.memory.recall import Recalled, turn_parts
 from helpers.memory.recall_index import MAX_K, RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
 from helpers.core.context_format import quote_text  # the superseded note's values stand between double quotes
-from helpers.core.context_format import format_turn_ids, one_line, safe_lines
+from helpers.core.context_format import format_turn_ids, one_line, safe_lines, turn_day
 from helpers.chat.validity import find_problems
 
 DEFAULT_WINDOW_TURNS = 6
@@ -108,9 +115,12 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     left = left_after(room, profile_part)
     summary_msg, summary_part = fit_summary(summary, cap(shares.summary), left, count, notes)
     left = left_after(left, summary_part)
-    recall_msg, recall_part = fit_recall(recalled, cap(shares.recall), left, count)
+    _, newest = fit_window(window, cap(shares.window), count)  # the newest turns that fit the window's share
+    left = left_after(left, newest)
+    recall_msg, recall_part = fit_recall(recalled, left, left, count)  # recall may use every share still unused
     left = left_after(left, recall_part)
-    window_msgs, window_part = fit_window(window, left, count)  # the window gets everything still unused
+    window_room = None if left is None else left + newest.tokens  # the window's share and what recall left
+    window_msgs, window_part = fit_window(window, window_room, count)
 
     blocks = [m for m in (profile_msg, summary_msg, recall_msg) if m is not None]
     messages = system_msg + blocks + window_msgs
@@ -152,7 +162,7 @@ def sent_turns(messages: Sequence[dict], before: Sequence[dict], window_part: Pa
             f"{format_turn_ids(window_part.included)}; message {len(messages)} the question)")
 
 
-_TURN_LINE = re.compile(r"^\[turn (\d+)\]")
+_TURN_LINE = re.compile(r"^\[turn (\d+)[,\]]")  # a quote or summary line's tag (dated or not)
 
 
 def mark_superseded(text: str, pairs: Sequence[tuple[Any, Any]]) -> str:
@@ -211,6 +221,7 @@ class MemoryAssembler:
         self.shares, self.count, self.window_turns, self.reserve = shares, count, window_turns, reserve
         self.summary = RollingSummary()
         self.pending: list[tuple[int, list[dict]]] = []  # dropped turns not summarised yet
+        self.times: dict[int, str] = {}  # turn id -> when it was said (ISO 8601 with offset; ``remember``)
         self.last_assembly: Assembly | None = None  # the latest request built (messages and report)
         self.last_inputs: dict = {}  # what that request was built from: window, blocks, fixed costs
         self.attach(client, settings)
@@ -243,7 +254,7 @@ class MemoryAssembler:
             return []
         ids = [i for i, _ in self.pending]
         try:
-            update = self.summariser.summarise(self.summary, self.pending, self.keep)
+            update = self.summariser.summarise(self.summary, self.pending, self.keep, times=self.times)
         except SummaryError as exc:
             warnings.warn(f"summary not updated, using the plain window: {exc}", SummaryWarning, stacklevel=2)
             return [f"summary failed; {format_turn_ids(ids)} kept raw for the next attempt"]
@@ -251,14 +262,20 @@ class MemoryAssembler:
         retry = " (re-asked once for pinned facts)" if update.attempts > 1 else ""
         return [f"summarised {format_turn_ids(ids)} into the running summary{retry}"]
 
-    def remember(self, turn_id: int, messages: Sequence[dict]) -> list[str]:
-        """A finished turn: index it for recall and extract profile facts from the user's words."""
+    def remember(self, turn_id: int, messages: Sequence[dict], created_at: Any = None) -> list[str]:
+        """A finished turn: index it for recall and extract profile facts from the user's words.
+
+        ``created_at`` is when the turn was said (a datetime with its offset, or ISO 8601 text): the clock's
+        ``now()`` unless given, as when importing an old conversation. Recall quotes are dated with it and the
+        profile records it, so staleness counts from the turn's own time."""
+        at = _turn_time(created_at)
+        self.times[int(turn_id)] = at
         events = []
-        if self.recall is not None and not self.recall.add(turn_id, messages):
+        if self.recall is not None and not self.recall.add(turn_id, messages, at=at):
             events.append(f"turn {turn_id} states nothing to recall (a question or small talk): not indexed")
         if self.profile is not None:
             user, answer, _ = turn_parts(messages)
-            update = self.profile.update(turn_id, user, answer)
+            update = self.profile.update(turn_id, user, answer, at=at)
             events += [f"profile {f.key}/{f.topic} = {f.value!r} (turn {turn_id})" for f in update.added]
             events += [f"profile {s['key']}/{s['topic']} = {s['value']!r} (turn {turn_id}; written once the "
                        "turn is saved)" for s in getattr(update, "deferred", ())]
@@ -313,7 +330,7 @@ class MemoryAssembler:
         system = [{"role": "system", "content": system_prompt}] if system_prompt else []
         fixed = tokens.REPLY_PRIMING + tokens.count_tools(tools) + self.reserve
         room = budget - fixed - sum(map(self.count, system)) - self.count({"role": "user", "content": question})
-        share = max(0, int(room * self.shares.recall))
+        share = max(0, int(room * (1 - self.shares.window)))  # recall may use every share but the window's
         return max(self.recall.k, min(MAX_K, share // MIN_QUOTE_TOKENS + 1))
 
     # -- a saved session's facts: written once its save has committed (PersistentSession)
@@ -336,6 +353,7 @@ class MemoryAssembler:
     # -- undo, reset, snapshots
     def discard(self, turn_id: int) -> None:
         """Forget what ``remember`` stored for a turn (after an undo)."""
+        self.times.pop(int(turn_id), None)
         if self.recall is not None:
             self.recall.discard(turn_id)
         if self.profile is not None:
@@ -343,7 +361,7 @@ class MemoryAssembler:
 
     def reset(self) -> None:
         """Forget the conversation (pinned facts stay: they are configuration)."""
-        self.summary, self.pending = RollingSummary(), []
+        self.summary, self.pending, self.times = RollingSummary(), [], {}
         if self.recall is not None:
             self.recall.restore({})
         if self.profile is not None:
@@ -359,7 +377,7 @@ class MemoryAssembler:
 
     def turn_state(self, turn_id: int) -> dict | None:
         """What recall and the profile keep of one turn (set by ``remember``, removed by ``discard``), or None."""
-        part = {}
+        part = {"at": self.times[turn_id]} if turn_id in self.times else {}
         if self.recall is not None and (recall := self.recall.turn_state(turn_id)) is not None:
             part["recall"] = recall
         if self.profile is not None and (profile := self.profile.turn_state(turn_id)) is not None:
@@ -369,7 +387,7 @@ class MemoryAssembler:
     def state(self) -> dict:
         """JSON-ready state for ``ChatSession.snapshot()``: ``shared_state`` and every turn's part."""
         state = self.shared_state()
-        ids = set()
+        ids = set(self.times)
         if self.recall is not None:
             ids.update(self.recall.texts, self.recall.skipped)
         if self.profile is not None:
@@ -389,8 +407,9 @@ class MemoryAssembler:
             raise MemoryStateError(f"the memory's pinned facts are {keep!r:.40}, not a list of texts")
         self.keep = list(keep)
         recall, profile = state.get("recall"), state.get("profile")
+        self.times = {}
         if "turns" in state:  # each turn's part back into the recall index's and the profile's own states
-            recall, profile = _split_turns(state["turns"], recall, profile)
+            recall, profile, self.times = _split_turns(state["turns"], recall, profile)
         if self.recall is not None:
             self.recall.restore(recall)
         if self.profile is not None:
@@ -419,12 +438,12 @@ class MemoryAssembler:
         """Where the memory stands now, for ``rollback`` and ``state_at``; copies the shared part only."""
         return (RollingSummary.from_dict(self.summary.to_dict()), [(i, list(m)) for i, m in self.pending],
                 list(self.keep), self.recall.checkpoint() if self.recall is not None else None,
-                self.profile.checkpoint() if self.profile is not None else None)
+                self.profile.checkpoint() if self.profile is not None else None, dict(self.times))
 
     def rollback(self, point: tuple) -> None:
         """Back to ``checkpoint`` (a failed turn or save): what the turns since added is forgotten."""
-        summary, pending, keep, recall, profile = point
-        self.summary, self.pending, self.keep = summary, list(pending), list(keep)
+        summary, pending, keep, recall, profile, times = point
+        self.summary, self.pending, self.keep, self.times = summary, list(pending), list(keep), dict(times)
         if self.recall is not None:
             self.recall.rollback(recall)
         if self.profile is not None:
@@ -432,8 +451,8 @@ class MemoryAssembler:
 
     def state_at(self, point: tuple) -> dict:
         """The ``state()`` the memory had at ``checkpoint`` (the memory itself is not changed)."""
-        summary, pending, keep, recall, profile = point
-        turns: dict[int, dict] = {}
+        summary, pending, keep, recall, profile, times = point
+        turns: dict[int, dict] = {i: {"at": at} for i, at in times.items()}
         if recall is not None:
             for i, part in RecallIndex.parts_at(recall).items():
                 turns.setdefault(i, {})["recall"] = part
@@ -446,19 +465,41 @@ class MemoryAssembler:
                 "turns": {str(i): turns[i] for i in sorted(turns)}}
 
 
-def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
-    """The recall index's and the profile's whole states from per-turn parts (``MemoryAssembler.state``).
+def _turn_time(created_at: Any) -> str:
+    """A turn's time as ISO 8601 text with an offset: ``created_at`` checked, or the clock's now."""
+    if created_at is None:
+        return clock.now().isoformat()
+    if isinstance(created_at, str):
+        try:
+            created_at = datetime.fromisoformat(created_at.strip())
+        except ValueError:
+            raise ConfigError(f"created_at={created_at!r:.40} is not an ISO 8601 time") from None
+    if not isinstance(created_at, datetime):
+        raise ConfigError(f"created_at must be a datetime or ISO 8601 text (got {type(created_at).__name__})")
+    if created_at.tzinfo is None:
+        raise ConfigError(f"created_at={created_at.isoformat()} needs a UTC offset (a time zone)")
+    return created_at.isoformat()
+
+
+def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict, dict[int, str]]:
+    """The recall index's and the profile's whole states, and each turn's time, from per-turn parts
+    (``MemoryAssembler.state``).
 
     A part that is not what ``turn_state`` writes raises ValueError naming its turn (the session reports
     the stored data as damaged)."""
     if not isinstance(turns, dict):
         raise MemoryStateError(f"the memory's turn parts are a {type(turns).__name__}, not a dict")
     recall_state = {"quotes": {}, "texts": {}, "skipped": [], "answers": {}, "assistant": {}}
-    statements = []
+    statements, times = [], {}
     for key in sorted(turns, key=_turn_key):
         part = turns[key]
         if not isinstance(part, dict):
             raise MemoryStateError(f"the memory part of turn {key} is a {type(part).__name__}, not a dict")
+        if "at" in part:
+            at = part["at"]
+            if not isinstance(at, str) or turn_day(at) is None:
+                raise MemoryStateError(f"the memory part of turn {key} says it was said at {at!r:.40}")
+            times[int(key)] = at
         found = part.get("recall")
         if found is not None and not isinstance(found, dict):
             raise MemoryStateError(f"the recall part of turn {key} is a {type(found).__name__}, not a dict")
@@ -486,7 +527,7 @@ def _split_turns(turns: Any, recall: Any, profile: Any) -> tuple[dict, dict]:
         statements += [dict(s) for s in said]
     if profile is not None and not isinstance(profile, dict):
         raise MemoryStateError(f"the memory's profile state is a {type(profile).__name__}, not a dict")
-    return recall_state, {**(profile or {}), "statements": statements}
+    return recall_state, {**(profile or {}), "statements": statements}, times
 
 
 def _turn_key(key: Any) -> int:

@@ -38,15 +38,20 @@ class ContextBudgetError(WorkshopError, ValueError):
 class Shares:
     """Fractions of the room (budget minus fixed costs, system prompt and question) each block may use."""
 
-    profile: float = 0.15
-    summary: float = 0.20
-    recall: float = 0.25
+    profile: float = 0.10
+    summary: float = 0.10
+    recall: float = 0.50  # and every share the others leave (see ``assemble_context``)
 
     def __post_init__(self) -> None:
         values = (self.profile, self.summary, self.recall)
         if any(not 0 <= v <= 1 for v in values) or sum(values) > 1:
             raise ConfigError(f"shares must each be between 0 and 1 and add up to at most 1 (got {values}); "
                              "the window gets the rest")
+
+    @property
+    def window(self) -> float:
+        """The newest turns' own share: what the three blocks' shares leave (30 % by default)."""
+        return round(1 - self.profile - self.summary - self.recall, 9)
 
 
 DEFAULT_SHARES = Shares()
@@ -168,11 +173,11 @@ def fit_summary(summary: RollingSummary | None, cap: int | None, left: int | Non
     part = Part("summary", 0, cap)
     if summary is None or not summary.text:
         return None, part
-    header, text, cut = summary.header(), summary.text, 0
+    text, cut = summary.text, 0
     if left is not None:
         limit = min(cap, left)
-        text, cut = trim_summary_lines(text, lambda t: count(_system(header, [t])) <= limit)
-    message: dict | None = _system(header, [text]) if text.strip() else None
+        text, cut = trim_summary_lines(text, lambda t: count(_system(summary.header(t), [t])) <= limit)
+    message: dict | None = _system(summary.header(text), [text]) if text.strip() else None
     if message is None:
         notes.append("no line of the summary fits its share; the summary was left out")
     elif left is not None and count(message) > cap:  # only pinned lines are left, and they are over the share

@@ -337,7 +337,7 @@ class ProfileMemory:
         return ModelExtractor(campus_set(self.max_reply_chars), user_id=self.user_id, client=self.client,
                               settings=self.settings, model=self.model)
 
-    def update(self, turn_id: int, user_text: str, assistant_text: str = "",
+    def update(self, turn_id: int, user_text: str, assistant_text: str = "", at: str | None = None,
                speaker: str | None = None) -> ProfileUpdate:
         """Extract the user's facts from one turn and write them to the fact store (see the module).
 
@@ -352,7 +352,7 @@ class ProfileMemory:
             return ProfileUpdate()
         extractor = self.extractor_for()
         if isinstance(extractor, RuleExtractor):  # offline rules: no request that could fail
-            return self.merge(turn_id, _items(extractor.extract(turn_id, user_text, assistant_text)), user_text)
+            return self.merge(turn_id, _items(extractor.extract(turn_id, user_text, assistant_text)), user_text, at)
         try:
             items = _items(extractor.extract(turn_id, user_text, assistant_text))
         except ReplyFormatError as exc:
@@ -364,9 +364,9 @@ class ProfileMemory:
             warnings.warn(f"profile extraction skipped for turn {turn_id}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:160]}", ProfileWarning, stacklevel=2)
             return ProfileUpdate()
-        return self.merge(turn_id, items, user_text)
+        return self.merge(turn_id, items, user_text, at)
 
-    def merge(self, turn_id: int, items: Sequence[dict], user_text: str) -> ProfileUpdate:
+    def merge(self, turn_id: int, items: Sequence[dict], user_text: str, at: str | None = None) -> ProfileUpdate:
         """Write validated items from turn ``turn_id``; an item the user's own words do not state is rejected
         and logged (``unsupported``): its value must be whole words of a statement in ``user_text``
         (``stated_parts``: no question, no small talk), in the role its attribute needs, and an item's
@@ -392,7 +392,7 @@ class ProfileMemory:
             if version is None:
                 version = self._version_for(int(turn_id))
             statement = {"turn_id": turn_id, "key": key, "topic": topic, "value": value,
-                         "evidence": " ".join(user_text.split())[:500], "at": clock.now().isoformat(),
+                         "evidence": " ".join(user_text.split())[:500], "at": at or clock.now().isoformat(),
                          "version": version}
             if self.pending is not None:  # held until the session has saved the turn (write_deferred)
                 statement["label"] = attribute_label(key, topic)
@@ -414,7 +414,8 @@ class ProfileMemory:
         return update
 
     def _write(self, statement: dict) -> Any:
-        return self.store.write(self._candidate(statement))
+        """One statement's decision, dated with its turn's time (``at``: what the profile's dates show)."""
+        return self.store.write_many([self._candidate(statement)], at=statement.get("at"))[0]
 
     def _version_for(self, turn_id: int) -> int:
         """The version of a new statement from ``turn_id``: reserved from the fact store (the turn id, or higher

@@ -134,7 +134,9 @@ def speaker_names(messages: Sequence[dict]) -> tuple[str, str]:
 
 _CITES_MEMORY = re.compile(r"\bturns? \d+|\byou told me\b", re.I)
 _LEADING_TAGS = re.compile(r"^(?:\[[^\]]*\]\s*)*(?:[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}: )?")
-SENTENCE_PIECES = True  # embed each longer sentence on its own as well as the whole message
+SENTENCE_PIECES = True  # embed each longer sentence of a long message on its own as well as the whole message
+SENTENCE_PIECES_FROM = 60  # ... a message of at least this many words (a shorter one is embedded whole only:
+# measured on LoCoMo's tuning half, its sentences added nothing but vectors -- a third of them -- and time)
 MIN_PIECE_WORDS = 4  # a sentence shorter than this is embedded only inside its whole message
 
 
@@ -150,9 +152,10 @@ def assistant_statements(answer: str, user: str = "") -> list[str]:
 
 def side_pieces(said: Sequence[str], name: str = "", limit: int = 12) -> list[str]:
     """The pieces one speaker's statements are embedded as: the whole message (``name: ...`` when the message
-    names its speaker), then each sentence of at least ``MIN_PIECE_WORDS`` words on its own, without a leading
-    ``[tag]`` or ``Name: `` prefix (so a speaker's name cannot make "Melanie: Thanks, Caroline!" match every
-    question about Melanie), at most ``limit`` pieces."""
+    names its speaker), then -- for a message of at least ``SENTENCE_PIECES_FROM`` words, where one fact would
+    be diluted in the whole -- each sentence of at least ``MIN_PIECE_WORDS`` words on its own, without a
+    leading ``[tag]`` or ``Name: `` prefix (so a speaker's name cannot make "Melanie: Thanks, Caroline!" match
+    every question about Melanie), at most ``limit`` pieces."""
     if not said:
         return []
     whole = " ".join(said)
@@ -161,24 +164,26 @@ def side_pieces(said: Sequence[str], name: str = "", limit: int = 12) -> list[st
         bare = _LEADING_TAGS.sub("", sentence, count=1).strip()
         if len(re.findall(r"[a-z0-9']+", bare.lower())) >= MIN_PIECE_WORDS and bare not in pieces:
             pieces.append(bare)
-    return pieces[:limit] if len(said) > 1 and SENTENCE_PIECES else pieces[:1]
+    long = len(re.findall(r"[a-z0-9']+", whole.lower())) >= SENTENCE_PIECES_FROM
+    return pieces[:limit] if len(said) > 1 and SENTENCE_PIECES and long else pieces[:1]
 
 
 def quote_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 400,
-               answer_chars: int = ANSWER_CHARS) -> str:
+               answer_chars: int = ANSWER_CHARS, at: Any = None) -> str:
     """A turn as quoted lines for a context block: user words, tools used, final answer (clipped shorter).
 
     A tool's answer is clipped to ``answer_chars``; an assistant's own words (no tool) to ``max_chars``, like
-    the user's. A speaker the message names (``name``) is quoted with its role: ``user (Dana): "..."``."""
+    the user's. A speaker the message names (``name``) is quoted with its role: ``user (Dana): "..."``.
+    ``at``, the time the turn was said, dates every line's tag: ``[turn 7, 2023-05-08] user: "..."``."""
     user, answer, tools = turn_parts(messages)
     user_name, answer_name = speaker_names(messages)
-    lines = [write_quote_line(turn_id, "user", clip(user, max_chars), name=user_name or None) if user
-             else write_turn_line(turn_id, "user", EMPTY_MESSAGE)]
+    lines = [write_quote_line(turn_id, "user", clip(user, max_chars), name=user_name or None, at=at) if user
+             else write_turn_line(turn_id, "user", EMPTY_MESSAGE, at=at)]
     if tools:
-        lines.append(write_tools_line(turn_id, tools))
+        lines.append(write_tools_line(turn_id, tools, at=at))
     if answer:
         limit = min(max_chars, answer_chars) if tools else max_chars
-        lines.append(write_quote_line(turn_id, "assistant", clip(answer, limit), name=answer_name or None))
+        lines.append(write_quote_line(turn_id, "assistant", clip(answer, limit), name=answer_name or None, at=at))
     return "\n".join(lines)
 
 

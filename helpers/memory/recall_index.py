@@ -119,12 +119,13 @@ class RecallIndex:
         done = set(self._ids)
         return [i for i in self.texts if i not in done]
 
-    def add(self, turn_id: int, messages: Sequence[dict]) -> bool:
+    def add(self, turn_id: int, messages: Sequence[dict], at: Any = None) -> bool:
         """Remember one finished turn; returns False when it was small talk (not stored).
 
         Both sides are evidence: the user's statements, and the assistant's -- its own words (statements
         that do not merely cite an earlier turn), or a tool answer. Each side is embedded as its whole
-        message and its longer sentences (``side_pieces``)."""
+        message and its longer sentences (``side_pieces``). ``at`` (a datetime or ISO 8601 text) is when the
+        turn was said: its quote's lines are dated with its day (``[turn 7, 2023-05-08] ...``)."""
         user, answer, tools = turn_parts(messages)
         user_name, answer_name = speaker_names(messages)
         said = side_pieces(statements(user), user_name, MAX_PIECES - 1) if is_substantive(user) else []
@@ -134,7 +135,7 @@ class RecallIndex:
         if not (said or replied or (answers and is_substantive(user))):
             self.skipped.append(turn_id)
             return False
-        self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars)
+        self.quotes[turn_id] = quote_turn(turn_id, messages, self.max_chars, at=at)
         pieces = said + replied + answers
         self.texts[turn_id] = [clip(piece, EMBED_CHARS) for piece in pieces]
         self.answers[turn_id] = len(answers)
@@ -167,7 +168,7 @@ class RecallIndex:
     # -- what it keeps of one turn, and taking a failed turn back
     def turn_state(self, turn_id: int) -> dict | None:
         """What the index keeps of one turn (JSON-ready), or None: set by ``add``, removed by ``discard``."""
-        return _part((self.quotes, self.texts, self.answers, self.skipped, self.assistant), turn_id)
+        return _part(self.checkpoint(), turn_id)
 
     @staticmethod
     def parts_at(point: tuple) -> dict[int, dict]:
@@ -427,7 +428,7 @@ def _part(entries: tuple, turn_id: int) -> dict | None:
     return {"skipped": True} if turn_id in skipped else None
 
 
-_QUOTED_SIDE = re.compile(r'^\[turn -?\d+\] (user|assistant)(?: \([^()\n"]*\))?: "(.*)"')
+_QUOTED_SIDE = re.compile(r'^\[turn -?\d+(?:, [\d-]+)?\] (user|assistant)(?: \([^()\n"]*\))?: "(.*)"')
 
 
 def _is_assistant_line(line: str) -> bool:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from helpers.llm.client import chat, get_settings
 from helpers.core.errors import ConfigError, WorkshopError, WorkshopWarning
 from helpers.core.context_format import (EMPTY_MESSAGE, escape_body, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
-                                    read_pinned_line, safe_lines, write_pinned_line, write_summary_header,
+                                    read_pinned_line, safe_lines, write_pinned_line, write_summary_header, cited_turns,
                                     write_turn_line)  # the formats' owner (SUMMARY_HEADER: re-exported)
 from helpers.core.text import shorten
 from helpers.core.tokens import content_text
@@ -60,9 +60,13 @@ def summary_request(previous: str, turn_lines: Sequence[str], keep: Sequence[str
 
 def fold(previous: "RollingSummary", turns: Sequence[tuple[int, Sequence[dict]]], ask: Callable,
          keep: Sequence[str] = (), max_words: int = DEFAULT_MAX_WORDS,
-         max_turn_chars: int = 600) -> "RollingSummary":
-    """Fold dropped turns into the running summary with one request; the result covers both."""
-    lines = [line for turn_id, messages in turns for line in render_turn(turn_id, messages, max_turn_chars)]
+         max_turn_chars: int = 600, times: Mapping[int, str] | None = None) -> "RollingSummary":
+    """Fold dropped turns into the running summary with one request; the result covers both.
+
+    ``times`` (turn id -> when it was said) dates each turn's lines: ``[turn 4, 2023-05-08] user: ...``."""
+    times = times or {}
+    lines = [line for turn_id, messages in turns
+             for line in render_turn(turn_id, messages, max_turn_chars, at=times.get(turn_id))]
     text = ask(summary_request(previous.text, lines, keep, max_words))  # ask: messages -> the reply's text
     covered = sorted(set(previous.turn_ids) | {turn_id for turn_id, _ in turns})
     return RollingSummary(text, covered)
@@ -90,8 +94,9 @@ def _flat(text: Any, limit: int) -> str:
     return one_line(shorten(text or "", limit))
 
 
-def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) -> list[str]:
-    """One turn as ``[turn N] role: text`` lines (tool calls and results shortened) for a summariser."""
+def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600, at: Any = None) -> list[str]:
+    """One turn as ``[turn N] role: text`` lines (tool calls and results shortened) for a summariser; ``at``
+    (when the turn was said) dates the tag: ``[turn N, 2023-05-08] ...``."""
     lines, names = [], {}
     for message in messages:
         role = message.get("role")
@@ -100,12 +105,12 @@ def render_turn(turn_id: int, messages: Sequence[dict], max_chars: int = 600) ->
             function = call.get("function") or {}
             names[call.get("id")] = function.get("name", "tool")
             arguments = _flat(function.get("arguments"), 120)
-            lines.append(write_turn_line(turn_id, "tool call", f"{function.get('name')}({arguments})"))
+            lines.append(write_turn_line(turn_id, "tool call", f"{function.get('name')}({arguments})", at))
         if role == "tool":
             lines.append(write_turn_line(turn_id, f"tool {names.get(message.get('tool_call_id'), 'result')}",
-                                         _flat(content, 200)))
+                                         _flat(content, 200), at))
         elif role in ("user", "assistant") and (content or role == "user"):
-            lines.append(write_turn_line(turn_id, role, _flat(content, max_chars) or EMPTY_MESSAGE))
+            lines.append(write_turn_line(turn_id, role, _flat(content, max_chars) or EMPTY_MESSAGE, at))
     return lines
 
 
@@ -126,9 +131,11 @@ class RollingSummary:
     text: str = ""
     turn_ids: list[int] = field(default_factory=list)
 
-    def header(self) -> str:
-        """``Summary of earlier turns (turns 0-5):``."""
-        return write_summary_header(self.turn_ids)
+    def header(self, text: str | None = None) -> str:
+        """``Summary of earlier turns (turns 0-5):``; when the lines of ``text`` (default: the summary's) cite
+        only some of those turns, the header says so: ``(made from turns 0-207; its lines cite turns 201,
+        204, 207)`` -- a summary never claims turns it holds nothing of."""
+        return write_summary_header(self.turn_ids, cited_turns(self.text if text is None else text))
 
     def lines_text(self) -> str:
         """The summary's text as it is shown: only ``\\n`` ends a line, any other line break is escaped."""
@@ -194,10 +201,12 @@ class Summariser:
         return self.model or summary_model(self.settings or get_settings())
 
     def prompt(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
-               keep: Sequence[str] = (), missing: Sequence[str] = (), draft: str = "") -> list[dict]:
+               keep: Sequence[str] = (), missing: Sequence[str] = (), draft: str = "",
+               times: Mapping[int, str] | None = None) -> list[dict]:
         """The request: previous summary, pinned facts, the turns (and, on a re-ask, what was missing)."""
+        times = times or {}
         lines = [line for turn_id, messages in turns
-                 for line in render_turn(turn_id, messages, self.max_turn_chars)]
+                 for line in render_turn(turn_id, messages, self.max_turn_chars, at=times.get(turn_id))]
         return summary_request(previous.text, lines, keep, self.max_words, missing, draft)
 
     def _ask(self, messages: list[dict]) -> str:
@@ -215,18 +224,19 @@ class Summariser:
         return text
 
     def summarise(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
-                  keep: Sequence[str] = ()) -> SummaryUpdate:
-        """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked."""
+                  keep: Sequence[str] = (), times: Mapping[int, str] | None = None) -> SummaryUpdate:
+        """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked. ``times``
+        (turn id -> when it was said) dates the turns' lines, so the summary can give dates."""
         turns = [(int(i), list(m)) for i, m in turns]
         if not turns:
             return SummaryUpdate(previous, 0)
         keep = [fact for fact in keep if str(fact).strip()]
-        folded = fold(previous, turns, self._ask, keep, self.max_words, self.max_turn_chars)
+        folded = fold(previous, turns, self._ask, keep, self.max_words, self.max_turn_chars, times)
         text, ids = folded.text, folded.turn_ids
         attempts, appended = 1, []
         missing = missing_facts(text, keep)
         if missing:
-            text = self._ask(self.prompt(previous, turns, keep, missing, text))
+            text = self._ask(self.prompt(previous, turns, keep, missing, text, times))
             attempts = 2
             appended = missing_facts(text, keep)
             if appended:

@@ -24,8 +24,8 @@ import re
 
 from helpers.core.context_format import (MAX_REPLY_FACTS, MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT,
                                          ReplyFact, read_attributes, read_judge_request, read_left_out_note,
-                                         read_pinned_line, read_sections, read_turn_line, write_fact_label,
-                                         write_fact_reply, write_left_out_note, write_pinned_line,
+                                         read_pinned_line, read_sections, read_turn_day, read_turn_line,
+                                         write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                          write_quote_line)
 from helpers.core.profile_rules import stated_facts
 from helpers.standin.meaning import HARM_KINDS, campus_nearness, harm_signals, sentences, unsupported_claims
@@ -127,6 +127,7 @@ def summarise_conversation(prompt: str) -> str:
         read = read_turn_line(line.strip())
         if read:
             turn = turns.setdefault(read[0], {})
+            turn.setdefault("day", read_turn_day(line.strip()) or "")
             role, text = read[1], read[2].strip()
             if role == "user":
                 turn.setdefault("user", text)
@@ -137,7 +138,8 @@ def summarise_conversation(prompt: str) -> str:
         if not said or _is_ack(said):
             continue
         answer = _clip(turn["assistant"], 1, 25) if turn.get("assistant") else None
-        lines.append(write_quote_line(turn_id, "user", _clip(said, 2, 30), answer=answer))
+        lines.append(write_quote_line(turn_id, "user", _clip(said, 2, 30), answer=answer,
+                                      at=turn.get("day") or None))
     seen = set(pinned)
     for fact in _bullets(parts.get(MISSING, "")):
         if fact not in seen:
