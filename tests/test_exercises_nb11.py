@@ -267,3 +267,99 @@ def test_every_generated_conversation_fails_a_save_once_the_window_is_full():
         schedule = save_schedule(seed)
         assert any(outcome == "save fails" for _, outcome in schedule[3:]), schedule
     assert save_schedule(0)[0][1] == "save fails"   # and one fails before anything is stored
+
+
+# ---------------------------------------------------------------- exercise 4: two copies save the same session
+
+from helpers.exercises.nb11 import exercise_4  # noqa: E402
+
+_UPDATE = ('db.execute("UPDATE versioned_sessions SET revision = ?, snapshot = ? WHERE user_id = ? AND session_id = ? '
+           'AND revision = ?", (expected + 1, json.dumps(snapshot), user_id, session_id, expected)).rowcount')
+_SAVE_HEAD = 'def save_revision(db, user_id, session_id, snapshot, expected):\n'
+_FIRST = ('        if expected == 0:\n'
+          '            changed = db.execute("INSERT OR IGNORE INTO versioned_sessions VALUES (?, ?, 1, ?)", '
+          '(user_id, session_id, json.dumps(snapshot))).rowcount\n')
+WRONG_SAVES = {  # name: (the cell, the hint it must get)
+    "the stub: last write wins": (exercise_4.stub, "B overwrote A's turn"),
+    "read, then write in another statement": (_SAVE_HEAD + (
+        '    row = db.execute("SELECT revision FROM versioned_sessions WHERE user_id = ? AND session_id = ?",\n'
+        '                     (user_id, session_id)).fetchone()\n'
+        '    if (row[0] if row else 0) != expected:\n'
+        '        raise SessionConflictError("stale")\n'
+        '    with db:\n'
+        '        db.execute("INSERT OR REPLACE INTO versioned_sessions VALUES (?, ?, ?, ?)",\n'
+        '                   (user_id, session_id, expected + 1, json.dumps(snapshot)))\n'
+        '    return expected + 1\n'), "Between your SELECT"),
+    "a conflict returned as False": (_SAVE_HEAD + '    with db:\n' + _FIRST + (
+        '        else:\n'
+        f'            changed = {_UPDATE}\n'
+        '    return expected + 1 if changed == 1 else False\n'), "returned False as if it had"),
+    "the revision never moves": (_SAVE_HEAD + (
+        '    with db:\n'
+        '        db.execute("INSERT OR REPLACE INTO versioned_sessions VALUES (?, ?, ?, ?)",\n'
+        '                   (user_id, session_id, expected, json.dumps(snapshot)))\n'
+        '    return expected\n'), "as revision 1"),
+    "scoped by session id alone": (_SAVE_HEAD + '    with db:\n' + _FIRST + (
+        '        else:\n'
+        '            changed = db.execute("UPDATE versioned_sessions SET revision = ?, snapshot = ? '
+        'WHERE session_id = ? AND revision = ?", (expected + 1, json.dumps(snapshot), session_id, expected)).rowcount\n'
+        '    if changed == 0:\n'
+        '        raise SessionConflictError("stale")\n'
+        '    return expected + 1\n'), "scope every write by user id and session id"),
+    "a first save replaces what is there": (_SAVE_HEAD + (
+        '    with db:\n'
+        '        if expected == 0:\n'
+        '            db.execute("INSERT OR REPLACE INTO versioned_sessions VALUES (?, ?, 1, ?)", '
+        '(user_id, session_id, json.dumps(snapshot)))\n'
+        '            return 1\n'
+        f'        changed = {_UPDATE}\n'
+        '    if changed != 1:\n'
+        '        raise SessionConflictError("stale")\n'
+        '    return expected + 1\n'), "expected=0 means 'only if nothing is stored yet'"),
+    "the wrong error": (_SAVE_HEAD + '    with db:\n' + _FIRST + (
+        '        else:\n'
+        f'            changed = {_UPDATE}\n'
+        '    if changed != 1:\n'
+        '        raise ValueError("someone else saved first")\n'
+        '    return expected + 1\n'), "with SessionConflictError"),
+}
+RIGHT_SAVES = {
+    "the solution": exercise_4.solution_code,
+    "hold the write lock while reading": (_SAVE_HEAD + (
+        '    db.execute("BEGIN IMMEDIATE")  # no other writer until COMMIT\n'
+        '    try:\n'
+        '        row = db.execute("SELECT revision FROM versioned_sessions WHERE user_id = ? AND session_id = ?",\n'
+        '                         (user_id, session_id)).fetchone()\n'
+        '        if (row[0] if row else 0) != expected:\n'
+        '            raise SessionConflictError(f"{user_id}/{session_id} moved on since revision {expected}")\n'
+        '        db.execute("INSERT OR REPLACE INTO versioned_sessions VALUES (?, ?, ?, ?)",\n'
+        '                   (user_id, session_id, expected + 1, json.dumps(snapshot)))\n'
+        '        db.execute("COMMIT")\n'
+        '    except BaseException:\n'
+        '        db.execute("ROLLBACK")\n'
+        '        raise\n'
+        '    return expected + 1\n')),
+    "one upsert with a condition": (_SAVE_HEAD + (
+        '    with db:\n'
+        '        cursor = db.execute(\n'
+        '            "INSERT INTO versioned_sessions VALUES (?, ?, ?, ?) ON CONFLICT (user_id, session_id) "\n'
+        '            "DO UPDATE SET revision = excluded.revision, snapshot = excluded.snapshot "\n'
+        '            "WHERE versioned_sessions.revision = ?",\n'
+        '            (user_id, session_id, expected + 1, json.dumps(snapshot), expected))\n'
+        '    if cursor.rowcount == 0:\n'
+        '        raise SessionConflictError("another copy saved first")\n'
+        '    return expected + 1\n')),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_SAVES))
+def test_a_wrong_concurrent_save_gets_its_specific_hint(name):
+    code, hint = WRONG_SAVES[name]
+    passed, said = run(exercise_4, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_SAVES))
+def test_a_right_concurrent_save_passes(name):
+    passed, said = run(exercise_4, RIGHT_SAVES[name])
+    assert passed and said.startswith("✓"), said

@@ -25,7 +25,7 @@ from helpers.exercises import Exercise, Hint
 from helpers.chat.chat_session import ChatSession
 from helpers.sessions.basic import load_session, open_db, save_session
 from helpers.sessions.persistent import PersistentSession
-from helpers.sessions.protocol import ForkError, SessionSaveError
+from helpers.sessions.protocol import ForkError, SessionConflictError, SessionSaveError
 from helpers.sessions.session_store import SQLiteSessionStore
 from helpers.standin.server import handle
 
@@ -459,4 +459,178 @@ exercise_3 = Exercise(
            "session.load_snapshot(before), then `raise`.",
            "undo() is not enough: while the question was asked, trimming may have dropped an older turn, and "
            "undo removes only the newest one."),
+)
+
+
+# ---------------------------------------------------------------- exercise 4: two copies save the same session
+
+VERSIONED = ("CREATE TABLE versioned_sessions (user_id TEXT NOT NULL, session_id TEXT NOT NULL, "
+             "revision INTEGER NOT NULL, snapshot TEXT NOT NULL, PRIMARY KEY (user_id, session_id))")
+
+
+class _Rows:
+    """The rows a SELECT read, served as its cursor would serve them."""
+
+    rowcount = -1
+
+    def __init__(self, rows: list):
+        self._rows = list(rows)
+
+    def fetchone(self):
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self):
+        rows, self._rows = self._rows, []
+        return rows
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+
+class _RivalBetween:
+    """A connection whose first read of the table lets another copy of the session save before it returns:
+    the moment two processes race for one session."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path, user_id: str, session_id: str):
+        self._db, self._path, self._ids, self.rival_saved = db, path, (user_id, session_id), None
+
+    def execute(self, sql: str, *args):
+        cursor = self._db.execute(sql, *args)
+        if self.rival_saved is None and sql.lstrip().upper().startswith("SELECT") and "versioned_sessions" in sql:
+            rows = _Rows(cursor.fetchall())  # read to the end, so the read holds no lock, as a finished read
+            self.rival_saved = _rival_save(self._path, *self._ids)
+            return rows
+        return cursor
+
+    def __enter__(self):
+        return self._db.__enter__()
+
+    def __exit__(self, *exc):
+        return self._db.__exit__(*exc)
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
+def _rival_save(path: Path, user_id: str, session_id: str) -> bool:
+    """Another process saves its turn now; False when the learner's transaction holds the write lock."""
+    other = sqlite3.connect(path, timeout=0)
+    try:
+        with other:
+            other.execute("UPDATE versioned_sessions SET revision = revision + 1, snapshot = ? "
+                          "WHERE user_id = ? AND session_id = ?", (json.dumps({"by": "rival"}), user_id, session_id))
+        return True
+    except sqlite3.OperationalError:  # "database is locked": the learner's write is already under way
+        return False
+    finally:
+        other.close()
+
+
+def _stored_revision(db, user_id: str, session_id: str):
+    row = db.execute("SELECT revision, snapshot FROM versioned_sessions WHERE user_id = ? AND session_id = ?",
+                     (user_id, session_id)).fetchone()
+    return None if row is None else (row[0], json.loads(row[1]))
+
+
+def _save(save_revision, db, user_id, session_id, snapshot, expected, step: str):
+    """(returned value, None) or (None, the exception): a conflict is an answer here, not a failure."""
+    try:
+        return save_revision(db, user_id, session_id, snapshot, expected), None
+    except SessionConflictError as error:
+        return None, error
+    except Exception as error:
+        raise Hint(f"In {step}, save_revision raised {type(error).__name__}: {error}. Refuse a stale save "
+                   "with SessionConflictError; let nothing else escape.") from None
+
+
+def _check_revisions(save_revision) -> str:
+    if not callable(save_revision):
+        raise Hint("save_revision must be a function: def save_revision(db, user_id, session_id, snapshot, "
+                   "expected): ...")
+    folder = Path(tempfile.mkdtemp(prefix="exercise-11-4-"))
+    try:
+        path = folder / "revisions.db"
+        db = sqlite3.connect(path)
+        db.execute(VERSIONED)
+        first, second, a_turn, b_turn = ({"turn": n} for n in range(4))
+        got, error = _save(save_revision, db, "ada", "plan", first, 0, "the first save (expected=0)")
+        if error is not None or got != 1 or _stored_revision(db, "ada", "plan") != (1, first):
+            raise Hint(f"The first save (expected=0, nothing stored) should store the snapshot as revision 1 and "
+                       f"return 1; it returned {got!r} and the table holds {_stored_revision(db, 'ada', 'plan')!r}.")
+        got, error = _save(save_revision, db, "ada", "plan", second, 1, "the second save (expected=1)")
+        if error is not None or got != 2 or _stored_revision(db, "ada", "plan") != (2, second):
+            raise Hint(f"Saving on top of revision 1 should store revision 2 and return 2; it returned {got!r} "
+                       f"and the table holds {_stored_revision(db, 'ada', 'plan')!r}. Store and return expected + 1.")
+        db.execute("INSERT INTO versioned_sessions VALUES ('bo', 'plan', 2, ?)", (json.dumps({"bo": 1}),))
+        db.commit()
+        _save(save_revision, db, "ada", "plan", a_turn, 2, "copy A's save")  # A and B both loaded revision 2
+        got, error = _save(save_revision, db, "ada", "plan", b_turn, 2, "copy B's save")
+        if _stored_revision(db, "ada", "plan") != (3, a_turn):
+            raise Hint(f"Copies A and B both loaded revision 2; A saved revision 3, then B saved with expected=2, "
+                       f"and the table now holds {_stored_revision(db, 'ada', 'plan')!r}: B overwrote A's turn. Write only "
+                       "when the stored revision is still the one the copy loaded.")
+        if error is None:
+            raise Hint(f"B's stale save wrote nothing, but returned {got!r} as if it had: the caller believes its "
+                       "turn is saved. Raise SessionConflictError, so it loads the session again.")
+        if _stored_revision(db, "bo", "plan") != (2, {"bo": 1}):
+            raise Hint("Bo's session with the same session id changed: scope every write by user id and "
+                       "session id together.")
+        got, error = _save(save_revision, db, "ada", "plan", first, 0, "a first save over a stored session")
+        if error is None or _stored_revision(db, "ada", "plan") != (3, a_turn):
+            raise Hint("A copy that found nothing stored (expected=0) saved after another copy had created the "
+                       f"session; the table now holds {_stored_revision(db, 'ada', 'plan')!r} and it returned {got!r}. "
+                       "expected=0 means 'only if nothing is stored yet': refuse it otherwise.")
+        racing = _RivalBetween(db, path, "ada", "plan")
+        got, error = _save(save_revision, racing, "ada", "plan", b_turn, 3, "the race")
+        if racing.rival_saved and (error is None or _stored_revision(db, "ada", "plan") != (4, {"by": "rival"})):
+            raise Hint("Between your SELECT of the revision and your write, another copy saved revision 4, and "
+                       f"your save went ahead (the table holds {_stored_revision(db, 'ada', 'plan')!r}). Make the check "
+                       "part of the write: UPDATE ... WHERE revision = ?, then read the cursor's rowcount.")
+        db.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return ("first save, a save on top, two copies racing for one session (the second refused, the first kept), "
+            "a stale first save and a save raced between its read and its write: each judged right.")
+
+
+STUB_4 = '''import json
+
+from helpers.sessions.protocol import SessionConflictError  # section 4: a stale save is refused
+
+
+def save_revision(db, user_id, session_id, snapshot, expected):
+    """Store snapshot as revision expected + 1, unless another copy saved since revision `expected`."""
+    with db:
+        db.execute("INSERT OR REPLACE INTO versioned_sessions VALUES (?, ?, ?, ?)",
+                   (user_id, session_id, expected + 1, json.dumps(snapshot)))
+    return expected + 1'''
+SOLUTION_4 = '''import json
+
+from helpers.sessions.protocol import SessionConflictError  # section 4: a stale save is refused
+
+
+def save_revision(db, user_id, session_id, snapshot, expected):
+    """Store snapshot as revision expected + 1, unless another copy saved since revision `expected`."""
+    text = json.dumps(snapshot)
+    with db:  # the check is part of the write, so no other save can slip in between
+        if expected == 0:
+            changed = db.execute("INSERT OR IGNORE INTO versioned_sessions VALUES (?, ?, 1, ?)",
+                                 (user_id, session_id, text)).rowcount
+        else:
+            changed = db.execute("UPDATE versioned_sessions SET revision = ?, snapshot = ? "
+                                 "WHERE user_id = ? AND session_id = ? AND revision = ?",
+                                 (expected + 1, text, user_id, session_id, expected)).rowcount
+    if changed != 1:
+        raise SessionConflictError(f"{user_id}/{session_id} was saved by another copy since revision "
+                                   f"{expected}: load it again, then ask again")
+    return expected + 1'''
+
+exercise_4 = Exercise(
+    "11.4", "two copies save the same session", stub=STUB_4, solution_code=SOLUTION_4,
+    checker=_check_revisions, answers=("save_revision",),
+    context=lambda: {"json": json, "sqlite3": sqlite3, "SessionConflictError": SessionConflictError},
+    hints=("Run the check: which copy's turn is in the table after both saved from revision 2?",
+           "Write only if the stored revision is still `expected`: put that condition in the UPDATE's WHERE, "
+           "and look at the cursor's rowcount to see whether it wrote.",
+           "expected == 0 means nothing is stored yet: INSERT OR IGNORE, and a rowcount of 0 is a conflict."),
 )
