@@ -12,7 +12,8 @@ Two ways of writing durable facts, run on the same conversations against the off
 
 Per mode: **captured** - facts the conversation states (the current value of each attribute a probe asks
 about, from ``helpers.memory.convgen``) found among the active facts at the end; **wrong** - writes (inserts
-and corrections) whose value is no value the conversation ever stated; **tokens/turn** - prompt + completion
+and corrections) whose value is none of the generator's values the conversation states (words of a campus
+question or small talk taken for a fact); **tokens/turn** - prompt + completion
 tokens of every request of a turn, from the stand-in's usage; **ms/turn** - wall time of the turn (the
 background mode's extraction and commit are shown apart: they are off the turn's path). LoCoMo's tuning half
 (conversations 26, 30, 41, 42, 43; never the held-out 44, 47, 48, 49, 50) has no fact labels, so there only
@@ -110,10 +111,10 @@ def _has(values: set[str], value: str) -> bool:
 def score_generated(conversation: convgen.Conversation, result: dict) -> tuple[int, int, int, int]:
     """(captured, of how many, wrong writes, writes) against the conversation's probes."""
     current: dict[str, str] = {}
-    stated: set[str] = set()
     for probe in conversation.probes:
-        current[probe.attribute] = probe.current
-        stated |= {normalise_text(v) for v in (probe.current, *probe.stale)}
+        current[probe.attribute] = probe.current  # the value the latest probe asks for
+    said = " ".join(t.user for t in conversation.turns)
+    stated = {normalise_text(v) for values, _ in convgen.ATTRIBUTES.values() for v in values if v in said}
     active = {normalise_text(f.value) for f in result["active"]}
     captured = sum(_has(active, value) for value in current.values())
     wrong = sum(not _has(stated, e.value) for e in result["writes"])

@@ -13,6 +13,14 @@ Each message goes through three steps:
 3. **Grounding check (03)** after a turn that used tools: an answer the tool results do not support is
    undone, so later turns never build on it, and the fixed ``FALLBACK`` is returned instead.
 
+Notebook 13 adds two things to every front end. **Procedural memory**: once a turn is saved, the instructions
+its user's words give ("no bullet points, please") are written to the fact store (``Assistant.learn``,
+``helpers.memory.procedural``) and shown in the system prompt's own block from the next request on; they are
+listed, undone and forgotten with ``instructions_report``, ``undo_instruction`` and ``forget_instruction``.
+**Forgetting**: a message that asks to forget ("forget what I told you about my sister") is carried out
+before any turn runs (``forget``: every layer of every conversation of the user, facts audited as
+deletions), and ``forget_me`` deletes every row of the user in both stores (``helpers.memory.forget``).
+
 Each step is a small function of the session it works on: ``refused`` (step 1), ``checked`` (step 3),
 ``answered`` (the three in order) and ``streamed`` (the same, with the answer yielded as it arrives and
 ``TAKEN_BACK`` said before a fallback that replaces what was shown); ``audit_lines`` writes the audit, and
