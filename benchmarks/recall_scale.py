@@ -15,7 +15,7 @@ ranking by meaning, k=10) by:
   pg hnsw              the HNSW index (m=16, ef_construction=64; ``hnsw.ef_search`` 160), ``method="hnsw"``
 
 and the whole ``search_user_turns`` (both rankings, fused) on SQLite and on PostgreSQL. It prints the median
-and p95 per search, HNSW recall@10 against the exact ranking, the HNSW build time, and writes
+and p95 per search, HNSW recall@10 against the exact ranking, the HNSW build time and size, and writes
 ``benchmarks/recall_scale.png``.
 
 **Scale data are random unit vectors of 384 numbers (MiniLM's size), one piece per turn, and random words** -
@@ -187,6 +187,7 @@ def measure(size: int, dsn: str, queries: int, seed: int, uniform: bool = False)
         pg._index_size(lambda q, a: conn.execute(q, a), DIM)
     conn.execute("ANALYZE recall_pieces")
     result["hnsw build s"] = time.perf_counter() - start
+    result["hnsw MB"] = conn.execute("SELECT pg_relation_size('recall_pieces_hnsw_384')").fetchone()[0] / 2**20
     result["pg brute"], _ = timed(lambda q: dense_lines(pg, USER, q, min_score=None, pool=10, method="python"), qs)
     result["pg exact"], exact = timed(lambda q: dense_lines(pg, USER, q, min_score=None, pool=10, method="exact"),
                                       qs)
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         r = measure(size, dsn, args.queries, args.seed, uniform)
         results.append(r)
         print(f"{size:>7} turns{' (uniform)' if uniform else ''}: loaded SQLite {r['sqlite load s']:.1f} s, PostgreSQL {r['pg load s']:.1f} s, "
-              f"HNSW built in {r['hnsw build s']:.1f} s; auto plan uses HNSW: {r['auto plan uses hnsw']}", flush=True)
+              f"HNSW built in {r['hnsw build s']:.1f} s ({r['hnsw MB']:.0f} MB); auto plan uses HNSW: {r['auto plan uses hnsw']}", flush=True)
     print()
     print("| stored turns | SQLite brute | PG brute (into Python) | PG exact (in DB) | PG HNSW | brute/HNSW | "
           "HNSW recall@10 | search_user_turns SQLite | search_user_turns PG |")

@@ -176,3 +176,14 @@ def test_the_terminal_chat_lists_undoes_and_forgets(monkeypatch, tmp_path, capsy
     rows = [r for t in ("facts", "audit", "sessions", "session_turns")
             for r in sqlite3.connect(tmp_path / "chat.db").execute(f"SELECT * FROM {t}")]
     assert rows == []
+
+
+def test_a_streamed_request_to_forget_is_carried_out_and_not_stored(tmp_path):
+    a = open_assistant(db=str(tmp_path / "m.db"), user_id="ada")
+    a.ask("My dentist appointment is on Tuesday at 15:00.")
+    turns = list(a.turn_ids)
+    shown = "".join(a.stream("Please forget my dentist appointment."))
+    assert shown.startswith("Forgotten: 'my dentist appointment' - 1 fact deleted")
+    assert a.turn_ids == turns and not any("dentist" in str(m.get("content")) for m in a.messages)
+    assert "15:00" not in a.ask("When is my dentist appointment?")
+    a.close()
