@@ -89,7 +89,8 @@ exercise_1 = Exercise(
     checker=_check_shares, answers=("my_shares",), context=lambda: {"Shares": Shares},
     hints=("Run the check: how many questions keep their evidence with the default shares at 950 tokens?",
            "The ablation table shows which layer answers the 'what's my ...' questions alone. A share is "
-           "a fraction of a small room: at 950 tokens, 15% of it does not fit a single profile line.",
+           "a fraction of a small room: at 950 tokens, the default profile share does not fit a single profile "
+           "line.",
            "Try Shares(profile=0.45, summary=0.0, recall=0.25), then see how low the profile's share can go. "
            "Shares that add up to 100% leave the window nothing, and a share of 0 switches a layer off."),
 )
