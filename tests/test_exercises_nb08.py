@@ -131,3 +131,77 @@ def test_independent_right_pins_pass(keep):
 def test_plausible_wrong_pins_get_their_hint(keep, hint):
     passed, said = quiet_check(exercise_2, keep)
     assert not passed and said.startswith("✗") and hint in said, said
+
+
+# ---------------------------------------------------------------- exercise 3: the fold
+
+from helpers.exercises.nb08 import exercise_3, fold_cases  # noqa: E402
+
+_HEAD = 'def fold(summary, dropped, summarise):\n'
+_NEW = '    new = [(t, lines) for t, lines in dropped if t not in summary["turns"]]\n    if not new:\n        return summary\n'
+_LINES = '    lines = [l for _, ls in new for l in ls]\n'
+WRONG_FOLDS = {  # name: (the cell, the hint it must get)
+    "the stub: a summary from scratch": (exercise_3.stub, "sent a summary request"),
+    "the previous summary not read": (_HEAD + _NEW + _LINES +
+        '    return {"text": summarise("", lines), "turns": sorted({*summary["turns"], *(t for t, _ in new)})}\n',
+        "reads the previous summary"),
+    "a request per turn": (_HEAD + _NEW + (
+        '    text = summary["text"]\n'
+        '    for _, ls in new:\n'
+        '        text = summarise(text, ls)\n'
+        '    return {"text": text, "turns": sorted({*summary["turns"], *(t for t, _ in new)})}\n'),
+        "one fold is one request"),
+    "only the new turns covered": (_HEAD + _NEW + _LINES +
+        '    return {"text": summarise(summary["text"], lines), "turns": [t for t, _ in new]}\n', "it covers"),
+    "replayed turns summarised again": (_HEAD + (
+        '    if not dropped:\n        return summary\n'
+        '    lines = [l for _, ls in dropped for l in ls]\n'
+        '    turns = sorted({*summary["turns"], *(t for t, _ in dropped)})\n'
+        '    return {"text": summarise(summary["text"], lines), "turns": turns}\n'), "already in the summary"),
+    "the summary changed in place": (_HEAD + _NEW + _LINES + (
+        '    summary["turns"] = sorted({*summary["turns"], *(t for t, _ in new)})\n'
+        '    summary["text"] = summarise(summary["text"], lines)\n'
+        '    return summary\n'), "changed the summary it was given"),
+    "only the text returned": (_HEAD + _NEW + _LINES + '    return summarise(summary["text"], lines)\n',
+                               "return {'text'"),
+}
+RIGHT_FOLDS = {
+    "the solution": exercise_3.solution_code,
+    "a copy, filled in a loop": (_HEAD + (
+        '    covered = list(summary["turns"])\n'
+        '    lines = []\n'
+        '    for turn_id, turn_lines in dropped:\n'
+        '        if turn_id in covered:\n'
+        '            continue\n'
+        '        covered.append(turn_id)\n'
+        '        lines.extend(turn_lines)\n'
+        '    if not lines:\n'
+        '        return dict(summary)\n'
+        '    return {"text": summarise(summary["text"], lines), "turns": sorted(covered)}\n')),
+    "a set of seen ids, then one call": (_HEAD + (
+        '    seen = set(summary["turns"])\n'
+        '    fresh = [pair for pair in dropped if pair[0] not in seen]\n'
+        '    if len(fresh) == 0:\n'
+        '        return {"text": summary["text"], "turns": list(summary["turns"])}\n'
+        '    reply = summarise(summary["text"], [line for _, chunk in fresh for line in chunk])\n'
+        '    return {"text": reply, "turns": sorted(seen | {tid for tid, _ in fresh})}\n')),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_FOLDS))
+def test_a_wrong_fold_gets_its_specific_hint(name):
+    code, hint = WRONG_FOLDS[name]
+    passed, said = run(exercise_3, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_FOLDS))
+def test_a_right_fold_passes(name):
+    passed, said = run(exercise_3, RIGHT_FOLDS[name])
+    assert passed and said.startswith("✓"), said
+
+
+def test_the_generated_folds_hold_replayed_turns_and_empty_summaries():
+    cases = fold_cases()
+    assert any(dropped[0][0] in summary["turns"] for summary, dropped in cases)
+    assert any(not summary["turns"] for summary, _ in cases)

@@ -212,3 +212,118 @@ exercise_2 = Exercise(
            "The rule keeps 'Hi!' and 'My name is Priya Raman.', the first two sentences. What she studies "
            "and her textbook budget come after them."),
 )
+
+
+# ---------------------------------------------------------------- exercise 3: the fold
+
+class _Summariser:
+    """A stand-in for the summary request: records what each call was given, answers with a short text."""
+
+    def __init__(self, fail: bool = False):
+        self.calls: list[tuple[str, list[str]]] = []
+        self.fail = fail
+
+    def __call__(self, previous_text, new_lines):
+        self.calls.append((previous_text, list(new_lines)))
+        if self.fail:
+            raise WorkshopError("the summary request failed (the endpoint is down)")
+        return f"summary {len(self.calls)}: " + " / ".join([previous_text, *new_lines]).strip(" /")[-60:]
+
+
+def _turn(turn_id: int) -> tuple[int, list[str]]:
+    return turn_id, [f"[turn {turn_id}] user: question {turn_id}", f"[turn {turn_id}] assistant: answer {turn_id}"]
+
+
+def fold_cases(seed: int = 8, n: int = 25) -> list[tuple[dict, list]]:
+    """Seeded folds: a summary covering some turns, and the turns a window just dropped (some already covered)."""
+    rng, cases = random.Random(seed), []
+    for _ in range(n):
+        covered = sorted(rng.sample(range(12), rng.randint(0, 5)))
+        start = (covered[-1] + 1) if covered else 0
+        dropped = [_turn(t) for t in range(start, start + rng.randint(1, 3))]
+        if covered and rng.random() < 0.4:
+            dropped.insert(0, _turn(covered[-1]))  # a replayed drop: the turn is already in the summary
+        summary = {"text": f"earlier: turns {covered}" if covered else "", "turns": covered}
+        cases.append((summary, dropped))
+    return cases
+
+
+def _fold_once(fold, summary: dict, dropped: list, fail: bool = False):
+    before = json.loads(json.dumps(summary))
+    spy = _Summariser(fail)
+    try:
+        result = fold(summary, list(dropped), spy)
+    except WorkshopError:
+        if not fail:
+            raise
+        result = None
+    if summary != before:
+        raise Hint(f"fold changed the summary it was given (now {summary!r}): return a new summary and leave "
+                   "the old one as it was, so a failed request leaves nothing half-folded.")
+    return result, spy.calls
+
+
+def _check_fold(fold) -> str:
+    if not callable(fold):
+        raise Hint("fold must be a function: def fold(summary, dropped, summarise): ...")
+    empty = {"text": "", "turns": []}
+    got, calls = _fold_once(fold, {"text": "earlier: turns [0, 1]", "turns": [0, 1]}, [])
+    if calls:
+        raise Hint("Nothing was dropped, yet fold sent a summary request: with no new turns, return the summary "
+                   "as it is, without a request.")
+    for summary, dropped in [({"text": "earlier: turns [0, 1]", "turns": [0, 1]}, [_turn(2), _turn(3)]),
+                             *fold_cases()]:
+        new = [(t, lines) for t, lines in dropped if t not in summary["turns"]]
+        got, calls = _fold_once(fold, summary, dropped)
+        if not new:
+            if calls:
+                raise Hint(f"Every dropped turn ({[t for t, _ in dropped]}) is already in the summary, yet fold "
+                           "sent a request: skip the turns the summary already covers.")
+            continue
+        if len(calls) != 1:
+            raise Hint(f"Folding turns {[t for t, _ in new]} took {len(calls)} requests: one fold is one request, "
+                       "whatever the number of turns.")
+        previous, lines = calls[0]
+        if previous != summary["text"]:
+            raise Hint(f"The request was given {previous!r} as the summary so far, not {summary['text']!r}: a "
+                       "rolling summary reads the previous summary, then the turns just dropped.")
+        wanted = [line for _, turn_lines in new for line in turn_lines]
+        if lines != wanted:
+            again = sorted({t for t, _ in dropped} - {t for t, _ in new})
+            raise Hint(f"The request was given {len(lines)} lines; expected the {len(wanted)} of turns "
+                       f"{[t for t, _ in new]}, oldest first."
+                       + (f" Turn {again} is already in the summary: do not send it again." if again else ""))
+        if not isinstance(got, dict) or got.get("text") != _Summariser()(summary["text"], wanted):
+            raise Hint(f"fold returned {got!r:.100}; return {{'text': <the request's reply>, 'turns': [...]}}.")
+        covered = sorted({*summary["turns"], *(t for t, _ in new)})
+        if list(got.get("turns", ())) != covered:
+            raise Hint(f"The new summary says it covers turns {got.get('turns')!r}; it covers {covered}: the "
+                       "turns of the old summary and the ones just folded, in order, each once.")
+    _fold_once(fold, {"text": "earlier: turns [0]", "turns": [0]}, [_turn(1)], fail=True)
+    return (f"{len(fold_cases()) + 1} folds judged right: one request given the previous summary and only the "
+            "turns just dropped, turns already covered skipped, the covered turns extended, no request when "
+            "nothing was dropped, and the old summary untouched (a failed request leaves it as it was).")
+
+
+FOLD_STUB = '''def fold(summary, dropped, summarise):
+    """Fold the turns the window just dropped into the rolling summary; return the new summary.
+
+    summary: {"text": ..., "turns": [ids covered]}; dropped: [(turn_id, lines)], oldest first;
+    summarise(previous_text, new_lines) sends one request and returns the new text."""
+    lines = [line for turn_id, turn_lines in dropped for line in turn_lines]
+    return {"text": summarise("", lines), "turns": [turn_id for turn_id, _ in dropped]}'''
+FOLD_SOLUTION = '''def fold(summary, dropped, summarise):
+    new = [(turn_id, lines) for turn_id, lines in dropped if turn_id not in summary["turns"]]
+    if not new:                      # nothing new: no request, the summary as it was
+        return summary
+    lines = [line for _, turn_lines in new for line in turn_lines]
+    text = summarise(summary["text"], lines)   # one request: the summary so far, then the new turns
+    return {"text": text, "turns": sorted({*summary["turns"], *(turn_id for turn_id, _ in new)})}'''
+
+exercise_3 = Exercise(
+    "08.3", "the fold", stub=FOLD_STUB, solution_code=FOLD_SOLUTION, checker=_check_fold, answers=("fold",),
+    hints=("A rolling summary never reads the whole history: what does the request need besides the new turns?",
+           "Skip dropped turns the summary already covers; with none left, return the summary without a request.",
+           "Call summarise(summary['text'], lines) once, and return a new dict whose turns are the old ones plus "
+           "the new ones, sorted."),
+)
