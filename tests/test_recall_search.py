@@ -216,13 +216,24 @@ def test_hnsw_finds_at_least_nine_of_the_exact_ten(tmp_path):
         plant(store, "ada", f"s{s}", [(t, "w", None, unit(rng, dim)[None, :], False) for t in range(500)])
     plant(store, "bob", "s0", [(t, "w", None, unit(rng, dim)[None, :], False) for t in range(300)])
     assert "recall_pieces_hnsw_32" in dense_plan(store, "ada", unit(rng, dim), method="hnsw", pool=10)
+    conn = store._conns.get()
+
+    def index_scans():  # this connection's scans of the HNSW index so far
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'recall_pieces_hnsw_32' "
+                            "AND schemaname = current_schema()").fetchone()[0]
+
+    queries = [unit(rng, dim) for _ in range(20)]
+    # every exact search first: a plan PostgreSQL cached under its settings must not serve the HNSW searches
+    exact = [dense_lines(store, "ada", q, min_score=None, pool=10, method="exact")[:10] for q in queries]
+    before = index_scans()
+    approx = [dense_lines(store, "ada", q, min_score=None, pool=10, method="hnsw")[:10] for q in queries]
+    assert index_scans() - before >= 20  # every HNSW search read the index
     hits = 0
-    for _ in range(20):
-        query = unit(rng, dim)
-        exact = dense_lines(store, "ada", query, min_score=None, pool=10, method="exact")[:10]
-        approx = dense_lines(store, "ada", query, min_score=None, pool=10, method="hnsw")[:10]
-        assert {line[0] for line in approx} <= {"s0", "s1", "s2", "s3"} and len(approx) == 10
-        hits += len(set(exact) & set(approx))
+    for e, a in zip(exact, approx):
+        assert {line[0] for line in a} <= {"s0", "s1", "s2", "s3"} and len(a) == 10
+        hits += len(set(e) & set(a))
     assert hits / 200 >= 0.9
     store.close()
 

@@ -263,7 +263,10 @@ class _Postgres:
         self.store = store
 
     def _run(self, statements: Sequence[tuple[str, tuple]], what: str) -> list[tuple]:
-        """Run statements in one transaction (SET LOCAL lasts until its end); the last one's rows."""
+        """Run statements in one transaction (SET LOCAL lasts until its end); the last one's rows.
+
+        Never as a prepared statement: the same query runs under different settings (``method``), and a plan
+        PostgreSQL cached under one (say, index scans off) would serve the others."""
         import psycopg
 
         conn = self.store._conns.get()
@@ -271,7 +274,7 @@ class _Postgres:
             with conn.transaction():
                 rows: list[tuple] = []
                 for query, args in statements:
-                    cur = conn.execute(query.replace("?", "%s"), args)
+                    cur = conn.execute(query.replace("?", "%s"), args, prepare=False)
                     rows = cur.fetchall() if cur.description else []
                 return rows
         except psycopg.Error as err:
