@@ -71,8 +71,6 @@ _LEAD_WORDS = re.compile(r"^(?:(?:actually|also|now|so|and|oh|btw|quick note|jus
                          re.I)
 
 
-# "my kids' smiles", "my sister's name": a thing of someone else's, not an attribute of the user
-_SOMEONE_ELSES = re.compile(r"[\w-](?:'s|s'|’s|s’)(?:\s|$)", re.I)
 # the heads of a piece of an experience, not of the person: "my favourite part", "the best bit"
 _PIECE_OF_SOMETHING = re.compile(r"\b(?:part|parts|bit|bits|moment|moments|highlight|highlights)$", re.I)
 # words that only judge or feel ("awesome", "so cute"): a value made of nothing else states no attribute
@@ -94,11 +92,11 @@ def _judges_only(value: str) -> bool:
 def is_users_attribute(attribute: str, verb: str, value: str) -> bool:
     """Does "my <attribute> <verb> <value>" state an attribute of the user (not conversation)?
 
-    Not when the attribute is someone else's ("my kids' smiles", "my sister's name"), a piece of an experience
-    ("my favourite part"), the sentence tells of the past ("my favourite part was the ending": what held then,
-    not what holds), or the value only judges or feels ("my kids are awesome")."""
-    return not (_SOMEONE_ELSES.search(attribute) or _PIECE_OF_SOMETHING.search(attribute)
-                or verb.lower() == "was" or _judges_only(value))
+    Not when the attribute is a piece of an experience ("my favourite part"), the sentence tells of the past
+    ("my favourite part was the ending": what held then, not what holds), or the value only judges or feels
+    ("my kids' smiles are awesome", "my kids are awesome"). A thing of the user's world keeps its facts ("my
+    cat's name is Biscuit")."""
+    return not (_PIECE_OF_SOMETHING.search(attribute) or verb.lower() == "was" or _judges_only(value))
 
 
 def my_attribute_facts(sentence: str) -> list[dict]:
