@@ -423,3 +423,36 @@ def test_the_search_tables_are_in_the_session_tables_keyed_by_user():
         assert "user_id" in columns, table
     assert re.search(r"fts5", conn.execute("SELECT sql FROM sqlite_master WHERE name = 'recall_lines_fts'"
                                            ).fetchone()[0])
+
+
+def test_first_saves_of_many_processes_at_once_create_the_hnsw_index_without_deadlock(tmp_path):
+    """Every store's first vectors of a size at the same moment: the index is made once, before any save
+    touches recall_pieces, so no save waits for it while holding the table (that deadlocked before)."""
+    import threading
+
+    from helpers.sessions.session_store_pg import PostgresSessionStore
+
+    first = store_on("postgres", tmp_path, "race")
+    stores = [PostgresSessionStore(first._conns.dsn, schema=first._conns.schema) for _ in range(6)]
+    start, errors = threading.Barrier(len(stores)), []
+
+    def saves(n, store):
+        rng = np.random.default_rng(n)
+        try:
+            start.wait()
+            for s in range(3):
+                plant(store, f"user{n}", f"s{s}", [(t, "maple", None, unit(rng, 24)[None, :], False)
+                                                   for t in range(3)])
+        except Exception as err:  # noqa: BLE001 - reported below, with the thread
+            errors.append(f"user{n}: {err}")
+
+    threads = [threading.Thread(target=saves, args=(n, s)) for n, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert "recall_pieces_hnsw_24" in dense_plan(stores[0], "user0", np.ones(24), method="hnsw")
+    assert all(len(dense_lines(s, f"user{n}", np.ones(24), min_score=None)) == 9 for n, s in enumerate(stores))
+    for store in [first, *stores]:
+        store.close()

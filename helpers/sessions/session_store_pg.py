@@ -87,6 +87,7 @@ class PostgresSessionStore(SessionStoreBase):
         self.where = self._conns.where
         self.vector_type: str | None = None  # pgvector's type, schema-qualified, when this database has it
         self._indexed: set[int] = set()  # vector sizes that have their HNSW index
+        self._wanted: set[int] = set()  # vector sizes this store wrote that may still lack one
         try:
             migrate(self._conns, SCHEMA_TABLE, SESSION_MIGRATIONS, SESSION_TABLES, after=self._after_migrate)
         except psycopg.Error as err:
@@ -115,25 +116,34 @@ class PostgresSessionStore(SessionStoreBase):
             self._indexed = {int(name.rsplit("_", 1)[1]) for (name,) in conn.execute(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()").fetchall()
                 if re.fullmatch(r"recall_pieces_hnsw_\d+", name)}
-            for (dim,) in conn.execute("SELECT DISTINCT dim FROM recall_pieces").fetchall() if 5 in applied else ():
+            sizes = conn.execute("SELECT DISTINCT dim FROM recall_pieces").fetchall() if 5 in applied else \
+                conn.execute("SELECT dim FROM recall_pieces LIMIT 1").fetchall()  # one read, not a scan
+            for (dim,) in sizes:
                 self._index_size(conn.execute, int(dim))
 
     def _index_size(self, execute, dim: int) -> None:
-        """Create the HNSW index (cosine) of vectors of ``dim`` numbers, once (under a lock: processes race)."""
+        """Create the HNSW index (cosine) of vectors of ``dim`` numbers, once (under a lock: processes race).
+
+        Only where the transaction has not touched recall_pieces yet (opening, or a save's first statement):
+        CREATE INDEX waits for every writer of the table, so a writer that waited here for the creator's
+        lock while holding its own row locks on the table would deadlock with it."""
         if dim in self._indexed or self.vector_type is None:
             return
-        execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("recall hnsw", self._conns.schema or "", str(dim)),))
-        execute(hnsw_index_sql(self.vector_type, dim), ())
+        exists = "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s"
+        name = f"recall_pieces_hnsw_{int(dim)}"
+        if execute(exists, (name,)).fetchone() is None:
+            execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("recall hnsw", self._conns.schema or "", str(dim)),))
+            execute(hnsw_index_sql(self.vector_type, dim), ())
         self._indexed.add(dim)
 
     def _insert_pieces(self, executemany, rows: list[tuple]) -> None:
-        """Write piece rows (``recall_rows.PIECE_COLUMNS``), with pgvector's column when the database has it."""
+        """Write piece rows (``recall_rows.PIECE_COLUMNS``), with pgvector's column when the database has it.
+
+        A vector size without its HNSW index yet gets one at the start of this store's next save."""
         if self.vector_type is None:
             executemany(f"INSERT INTO recall_pieces ({PIECE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             return
-        conn = self._conns.get()
-        for dim in {row[7] for row in rows}:
-            self._index_size(lambda q, args: conn.execute(q, args), int(dim))
+        self._wanted.update(int(row[7]) for row in rows if int(row[7]) not in self._indexed)
         executemany(f"INSERT INTO recall_pieces ({PIECE_COLUMNS}, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
                     f"?::{self.vector_type})", [(*row, vector_text(row[8])) for row in rows])
 
@@ -171,6 +181,8 @@ class PostgresSessionStore(SessionStoreBase):
         at = now().isoformat()
         try:
             with conn.transaction():
+                for dim in sorted(self._wanted - self._indexed):  # before anything touches recall_pieces
+                    self._index_size(conn.execute, dim)
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id("session", user_id, session_id),))
                 cur = conn.cursor()
                 return work(lambda sql, args: conn.execute(_pg(sql), args),
