@@ -85,3 +85,14 @@ def test_replies_keep_to_the_parsed_limit_and_do_not_shrink_below_it(prompt, mos
     for question in ("Hiya", "What can you do?", "Hello there!"):
         reply = decide([{"role": "system", "content": prompt}, {"role": "user", "content": question}]).content
         assert least <= len(sentences(reply)) <= most, (question, reply)
+
+
+@pytest.mark.parametrize("said, question, kept, wrong", [
+    (["My lab partner is Lars.", "Correction: my language partner is Sigrun."], "Who is my lab partner?",
+     "Lars", "Sigrun"),                                       # another kind of partner corrects nothing
+    (["I do research in the Halvorsen Lab.", "Sorry, I got that wrong: my lab partner is Kofi."],
+     "Where do I do research?", "Halvorsen", "Kofi"),        # a change of another "my X"
+])
+def test_a_change_of_another_thing_is_no_correction(said, question, kept, wrong):
+    reply = ask(said, question).content
+    assert kept in reply and wrong not in reply

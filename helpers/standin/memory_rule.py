@@ -689,11 +689,20 @@ def _changed_values(old: _Said, new: _Said) -> set[str]:
     return {kind for kind in after if kind in before and after[kind] - before[kind]}
 
 
-def _owns_another_thing(item: _Said, head: str) -> bool:
-    """Does a statement speak of "my <noun>" for nouns other than ``head`` only (its change is theirs)?"""
-    nouns = [stem(m.group(1)) for m in re.finditer(r"\bmy ([a-z][\w-]*)\b", item.text, re.I)
-             if m.group(1).lower() not in STOP and m.group(1).lower() not in GENERIC]
-    return bool(nouns) and not shared_stems({head}, set(nouns))
+def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked) -> bool:
+    """Does a statement speak of "my <phrase>" about another thing than the one corrected (its change is
+    theirs)? It does when no phrase names ``head`` (the noun of the corrected statement), when none shares a
+    word with that statement or the question, or when its phrase is another kind of the thing asked about
+    ("my language partner" for "my lab partner")."""
+    phrases = [m.group(1) for m in re.finditer(r"\bmy ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text, re.I)]
+    nouns = [stem(w) for phrase in phrases for w in phrase.lower().split() if w not in STOP and w not in GENERIC]
+    if not nouns:
+        return False
+    if head and not shared_stems({head}, set(nouns)):
+        return True  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
+    if not shared_stems(set(nouns), content_stems(best.text) | asked.topic):
+        return True  # "sorry, my lab partner is Kofi" corrects no statement about where I do research
+    return bool(asked.modifiers) and _another_kind_of_it(asked, item, phrases, content_stems(asked.core))
 
 
 def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) -> bool:
@@ -708,10 +717,10 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     if item.kind in ("profile", "note") or _other_owner(asked, item, question_stems):
         return False
     head = _topic_head(best)
+    if _owns_another_thing(item, head, best, asked):
+        return False
     if head and shared_stems({head}, content_stems(item.text)):
         return True  # it names the same thing, not merely the same owner
-    if head and _owns_another_thing(item, head):
-        return False  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
     about_asked = bool(shared_stems(asked.topic, content_stems(item.text)))
     near_old, near_question = (float(x) for x in similarity(item.text, [best.text, asked.core or best.text]))
     changed = _changed_values(best, item)
