@@ -694,13 +694,22 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
     theirs)? It does when no phrase names ``head`` (the noun of the corrected statement), when none shares a
     word with that statement or the question, or when its phrase is another kind of the thing asked about
     ("my language partner" for "my lab partner")."""
-    phrases = [m.group(1) for m in re.finditer(r"\bmy ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text, re.I)]
-    nouns = [stem(w) for phrase in phrases for w in phrase.lower().split() if w not in STOP and w not in GENERIC]
-    if not nouns:
+    phrases = []
+    for m in re.finditer(r"\bmy ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text, re.I):
+        words = []
+        for word in m.group(1).lower().split():
+            if word in STOP:
+                break  # "my lab partner is Kofi": the phrase ends at "is"
+            words.append(word)
+        if words and words[-1] not in GENERIC:
+            phrases.append(" ".join(words))
+    if not phrases:
         return False
-    if head and not shared_stems({head}, set(nouns)):
+    nouns = {stem(w) for phrase in phrases for w in phrase.split()}
+    heads = {stem(phrase.split()[-1]) for phrase in phrases}
+    if head and not shared_stems({head}, nouns):
         return True  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
-    if not shared_stems(set(nouns), content_stems(best.text) | asked.topic):
+    if not shared_stems(heads, content_stems(best.text) | asked.topic):
         return True  # "sorry, my lab partner is Kofi" corrects no statement about where I do research
     return bool(asked.modifiers) and _another_kind_of_it(asked, item, phrases, content_stems(asked.core))
 
