@@ -88,7 +88,7 @@ def test_forget_x_leaves_it_in_no_table_of_either_backend(backend, tmp_path):
     audit = reopened.audit()
     deleted = [e for e in audit if e.outcome == FORGOTTEN_OUTCOME]
     assert deleted and all(e.value == FORGOTTEN for e in deleted)
-    assert len(deleted) == 2 and all("Maya" not in e.value + e.reason + e.attribute for e in audit)
+    assert len(deleted) >= 2 and all("Maya" not in e.value + e.reason + e.attribute for e in audit)  # 2 written here, and any the profile read
     reopened.close()
 
 
