@@ -68,7 +68,7 @@ from helpers.chat.history import HistoryError, keep_newest
 from helpers.memory.budget import (DEFAULT_SHARES, Assembly, ContextReport, Count, Part, Shares, fact_text,
                                    fit_profile, fit_recall, fit_summary, fixed_parts, relevant_first)
 from helpers.memory.profile import ProfileMemory
-from helpers.memory.recall import Recalled, turn_parts
+from helpers.memory.recall import Recalled, speaker_names, turn_parts
 from helpers.memory.recall_index import MAX_K, RecallIndex
 from helpers.memory.summary import RollingSummary, Summariser, SummaryError, SummaryWarning
 from helpers.core.context_format import quote_text  # the superseded note's values stand between double quotes
@@ -275,7 +275,8 @@ class MemoryAssembler:
             events.append(f"turn {turn_id} states nothing to recall (a question or small talk): not indexed")
         if self.profile is not None:
             user, answer, _ = turn_parts(messages)
-            update = self.profile.update(turn_id, user, answer, at=at)
+            speaker = speaker_names(messages)[0] or None  # another named speaker's turn states no attribute
+            update = self.profile.update(turn_id, user, answer, at=at, speaker=speaker)
             events += [f"profile {f.key}/{f.topic} = {f.value!r} (turn {turn_id})" for f in update.added]
             events += [f"profile {s['key']}/{s['topic']} = {s['value']!r} (turn {turn_id}; written once the "
                        "turn is saved)" for s in getattr(update, "deferred", ())]
