@@ -436,7 +436,7 @@ def _is_assistant_line(line: str) -> bool:
     return match is not None and match.group(1) == "assistant"
 
 
-def _side_lines(quote: str) -> dict[int, str]:
+def side_lines(quote: str) -> dict[int, str]:
     """A stored quote's words per side (USER: the user's line; ASSISTANT: the tools and the answer)."""
     out: dict[int, list[str]] = {}
     for n, line in enumerate(quote.split("\n")):
@@ -457,7 +457,7 @@ class _Lexical:
         self.postings_read = 0
 
     def add(self, turn_id: int, quote: str) -> None:
-        for side, text in _side_lines(quote).items():
+        for side, text in side_lines(quote).items():
             code = turn_id * 2 + side
             if code in self.length:
                 continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, NamedTuple
 
-from helpers.memory.recall_index import ASSISTANT, USER, _side_lines
+from helpers.memory.recall_index import ASSISTANT, USER, side_lines
 
 
 class PieceRow(NamedTuple):
@@ -81,7 +81,7 @@ def recall_rows(turn_id: int, part: dict, model: str, dim: int, blob: bytes) -> 
     said = len(texts) - answers - assistant  # pieces before this are the user's
     pieces = [PieceRow(turn_id, n, USER if n < said else ASSISTANT, int(n >= len(texts) - answers), model, dim,
                        bytes(blob[n * size:(n + 1) * size])) for n in range(len(texts))]
-    words = _side_lines(part["quote"])
+    words = side_lines(part["quote"])
     quotes = side_quotes(part)
     sides = sorted({p.side for p in pieces})
     lines = [LineRow(turn_id, side, _text(quotes.get(side, quotes[USER])), _text(words.get(side, "")))
