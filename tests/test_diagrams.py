@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers.core.diagrams import draw_flow  # noqa: E402
+from helpers.core.errors import ConfigError  # noqa: E402
 
 BOXES = {"a": (1, 2, "ask", "code"), "b": (5, 2, "server", "server"), "c": (8, 2, "done")}
 
@@ -28,6 +29,6 @@ def test_a_request_and_its_reply_are_drawn_apart():
 
 
 def test_an_arrow_to_a_missing_box_names_it():
-    with pytest.raises(KeyError, match="'x', which is not one of the boxes"):
+    with pytest.raises(ConfigError, match="'x', which is not one of the boxes"):
         draw_flow(BOXES, [("a", "x", "")])
     plt.close("all")

@@ -81,7 +81,7 @@ def test_fact_and_session_stores_share_one_migration_runner(tmp_path, monkeypatc
 
     def recording(conn, table, steps):
         seen.append(table)
-        real(conn, table, steps)
+        return real(conn, table, steps)
 
     real = migrations.apply_migrations
     monkeypatch.setattr(fact_store_module, "apply_migrations", recording)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from helpers.core.errors import ConfigError
+
 # box colours by kind: what the learner writes, what the workshop provides, what answers from elsewhere
 COLOURS = {"code": "#dbeafe", "helper": "#e5e7eb", "server": "#fde68a", "data": "#dcfce7", "stop": "#fecaca"}
 
@@ -17,7 +19,7 @@ def draw_flow(boxes: Mapping[str, tuple[float, float, str] | tuple[float, float,
     """Draw ``boxes`` ({name: (x, y, text[, kind])} on a ``width`` × ``height`` canvas, kind a key of COLOURS)
     joined by ``arrows`` ([(from, to, label)], label may be ""); return the figure (shown by the notebook).
 
-    Raises KeyError naming the box when an arrow starts or ends at a box that is not drawn.
+    Raises ConfigError naming the box when an arrow starts or ends at a box that is not drawn.
     """
     import matplotlib.pyplot as plt  # only when a diagram is drawn
 
@@ -34,7 +36,7 @@ def draw_flow(boxes: Mapping[str, tuple[float, float, str] | tuple[float, float,
     for start, end, label in arrows:
         for name in (start, end):
             if name not in drawn:
-                raise KeyError(f"the arrow {start!r} -> {end!r} names {name!r}, which is not one of the boxes "
+                raise ConfigError(f"the arrow {start!r} -> {end!r} names {name!r}, which is not one of the boxes "
                                f"{sorted(drawn)}")
         source, target = drawn[start], drawn[end]
         bend = -0.3 if (end, start) in pairs else 0.0  # a request and its reply: two arcs, not one line
