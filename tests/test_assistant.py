@@ -71,7 +71,7 @@ def test_memory_shows_summary_profile_and_facts_and_facts_shows_the_audit(monkey
     assert chat_in_process(monkeypatch, tmp_path, typed, "--user", "ada", "--max-turns", "1") == 0
     out = capsys.readouterr().out
     assert "turns kept: [1, 2]; dropped by trimming: [0]" in out
-    assert 'Summary of earlier turns (turn 0):\n[turn 0] user: "My locker number is 4471."' in out
+    assert 'Summary of earlier turns (turn 0):\n[turn 0, 2026-11-30] user: "My locker number is 4471."' in out
     assert 'Profile:\n- locker number: 5502 (turn 2, 2026-11-30; superseded "4471" from turn 0)' in out
     assert "Facts:\n- locker number: 5502 (source: chat:ada)" in out
     assert "turn 0 insert     locker number = '4471': new fact" in out

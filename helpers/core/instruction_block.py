@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from helpers.core.context_format import quote_text
+from helpers.core.text import shorten
 
 INSTRUCTIONS_HEADER = "Standing instructions from the user (follow each one in every answer):"
 MAX_INSTRUCTION_CHARS = 160  # one instruction's line, at most (a longer one is cut with "...")
@@ -26,10 +27,7 @@ MAX_INSTRUCTION_CHARS = 160  # one instruction's line, at most (a longer one is 
 
 def instruction_line(text: str) -> str:
     """One instruction as its quoted line: ``- "<the user's words>"``."""
-    words = " ".join(quote_text(text).split())
-    if len(words) > MAX_INSTRUCTION_CHARS:
-        words = words[:MAX_INSTRUCTION_CHARS - 3].rstrip() + "..."
-    return f'- "{words}"'
+    return f'- "{shorten(quote_text(text), MAX_INSTRUCTION_CHARS, ellipsis="...", tidy=True)}"'
 
 
 def write_instruction_block(instructions: Sequence[str]) -> str:
