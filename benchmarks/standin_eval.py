@@ -10,6 +10,9 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
 - ``tune_h3`` (113): written for issue 32's failure groups (health and family questions, corrections worded
   without "my X is", facts never said, parsed length limits), in four batches, and read while those rules
   were fixed (the last batch of 20 passed 14 on its first run).
+- ``tune_h4`` (120): written in one batch before the rules it led to (facts never said that sound close to a
+  stated one, another attribute of a stored topic, corrections of every shape, profile and recalled-turn
+  blocks, subtle unsupported grounding claims, length limits in many forms), and read while they were fixed.
 
 ``--file PATH`` runs another case file of the same format (every case in it, whatever its split) and
 ``--counts-only`` prints only the accuracy per rule and per group, never a case: the way to run a held-out
@@ -36,7 +39,7 @@ Every case goes through ``helpers.standin.policy.decide``, the function the stan
 ``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
 the current value and none of the values it replaced (slow: about a minute).
 
-Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|dev|all] [--show-failures]
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|dev|all] [--show-failures]
      [--memory-run] [--file PATH --counts-only]
 """
 from __future__ import annotations
@@ -63,7 +66,7 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
 GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
-SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "dev", "all")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "dev", "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 
