@@ -19,6 +19,7 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
 set written by someone else without reading it. The groups are those of outside testers: *about the user*
 (a memory question answered with a value), *corrections* (one whose answer must leave a replaced value
 out), *never said* (``dont_know``), *campus search* (a first-person campus question), and the other rules.
+``standin_heldout_3.jsonl`` (180 cases, ``heldout3``, 30 a group) was written apart from the rules: ``--counts-only``.
 
 ``heldout`` and ``fresh`` were looked at after their first run and so became development data: only the
 first run of each is a held-out measurement (``--split dev`` is everything but ``final``). Each case
