@@ -89,6 +89,7 @@ from helpers.standin.request_text import _is_ack, _text
 
 _TERMS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b", re.I)
+_FIRST_PLURAL = re.compile(r"\b(?:we|we're|we've|us|our|ours)\b", re.I)  # "where do we meet?": the user's group
 _HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would|might|will|does one) (?:i|we|one|you)\b|\bhow to\b",
                      re.I)
 _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|recall)\b|\bremind me\b|"
@@ -110,6 +111,8 @@ _DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: [a-z]+){0,2} do i (
 _OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:a|an|the|my|your|some|this|that|"
                      r"these|those|any|[a-z]+'s)\b", re.I)
 _FRAME = re.compile(r"\b(?:(?:do|did|can|could) you (?:still )?(?:remember|know|recall)|any idea|"
+                    r"(?:have|did) i (?:ever )?(?:told|tell|mention(?:ed)?|said|say)(?: you| to you)?"
+                    r"(?: about| of| that)?|"
                     r"remind me(?: of| about)?|tell me(?: again)?(?: about)?|again|please|by the way|"
                     r"once more)\b", re.I)
 _QUALIFIER = re.compile(r"\b(?:this|next|last|that|the coming) (?:year|term|semester|week|month|weekend|time)"
@@ -123,6 +126,20 @@ _ORGANISATION = re.compile(r"\b(?:Lab|Laboratory|Hall|House|Lodge|Centre|Center|
                            r"Society|Team|Street|Road|Cafe|Café|Bakery|Plan|Award|Grant|Prize|Bursary|"
                            r"University|College|School|Office|Building|Park|Station)$")  # a name of no person
 _TITLE = r"\b(?:Dr|Prof|Professor|Mr|Mrs|Ms)\b"
+# someone in the user's life, named by a relation: "my grandparents are flying in" answers "who is visiting?"
+PEOPLE = frozenset(stem(w) for w in KIN | set("partner boyfriend girlfriend wife husband fiance fiancee friend "
+                                                "flatmate roommate housemate neighbour".split()))
+# relatives by role, and the roles a word for several of them covers: "my parents" are "my mum and dad", but
+# "my brother" is not "my sister"
+_ROLES = {"mother": "mother mum mom mummy mama", "father": "father dad daddy papa",
+          "grandmother": "grandmother grandma granny gran nan nana nanna", "grandfather": "grandfather grandpa gramps grandad",
+          "sister": "sister stepsister", "brother": "brother stepbrother", "son": "son", "daughter": "daughter",
+          "aunt": "aunt auntie", "uncle": "uncle", "cousin": "cousin", "niece": "niece", "nephew": "nephew",
+          "twin": "twin", "stepmother": "stepmother", "stepfather": "stepfather"}
+ROLE_OF = {stem(w): role for role, words in _ROLES.items() for w in words.split()}
+_COVERS = {"parent": {"mother", "father", "stepmother", "stepfather"}, "grandparent": {"grandmother", "grandfather"},
+           "sibling": {"sister", "brother", "twin"}, "child": {"son", "daughter"}, "kid": {"son", "daughter"}}
+COVERS = {stem(word): roles for word, roles in _COVERS.items()}
 _CALENDAR = re.compile(r"(?:" + "|".join(WEEKDAYS) + r"|January|February|March|April|May|June|July|August|"
                        r"September|October|November|December)s?$")  # "on 31 March" names no person or place
 # "Call me Ines.", "I'm Kaito": the lead-in in any case, the name capitalised
@@ -134,22 +151,28 @@ _CORRECTION = re.compile(r"\b(?:actually|now|instead|changed?|moved|switched|new
                          r"took over|taken over|replaced|turns out|from now on|"
                          r"(?:from|starting|since) (?:this|next|last) (?:week|month|term|semester|year))\b",
                          re.I)  # the words of a change of state: the value said before no longer holds
-_MY_TOPIC = re.compile(r"\bmy ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
+_MY_TOPIC = re.compile(r"\b(?:my|our) ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
                        r"have|got|changed|moved|starts?|ends?|lives?|visits?|works?|comes?|goes|meets?)\b",
                        re.I)
-_MY_SUBJECT = re.compile(r"^(?:[^,:;]{0,30}[,:;]\s*)?my\b", re.I)  # "My sister Yara visits ...", "Oh, my ..."
+_MY_SUBJECT = re.compile(r"^(?:[^,:;]{0,30}[,:;]\s*)?(?:my|our)\b", re.I)  # "My sister Yara visits ...", "Oh, my ..."
 _POSSESSED = re.compile(r"\b([a-z]+)'s ([a-z]+)\b", re.I)
 # a time beyond the days, clock times and dates ``facts_in`` reads: "next month", "week after next", a year
 _TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:next|this|last|coming) "
                          r"(?:week|month|year|term|semester|weekend)\b|\btomorrow\b|\btonight\b|"
                          r"\bweek after next\b|\bin \w+ (?:days|weeks|months)\b|"
                          r"\b(?:first|second|third|fourth|final|last) year\b|"
-                         r"\b(?:mornings?|evenings?|weekends?|weekdays?|noon|midnight)\b", re.I)
+                         r"\b(?:mornings?|evenings?|weekends?|weekdays?|noon|midnight)\b|"
+                         r"\b(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|"
+                         r"forty|forty-five|fifty|half an?|a couple of) (?:minutes?|mins?|hours?|days?|weeks?|"
+                         r"months?|years?)\b", re.I)  # a duration answers "how long"
 _MONTH_NAME = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                          r"December)\b")
 _NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
                            r"thirty|forty|fifty|hundred|dozen)\b", re.I)
-_PLACE_VALUE = re.compile(r"\b(?:in|at|from|near|on|inside|behind|by) (?:the |a |my )?(?!(?:" + "|".join(WEEKDAYS)
+_PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near|to|inside|outside|behind|opposite|towards?)\s+(?:the\s+)?$", re.I)
+_COUNT = re.compile(r"\bhow (?:many|much|old)\b|\bage\b", re.I)  # a count or an age, not a code or a date
+_PLACE_VALUE = re.compile(r"\b(?:upstairs|downstairs|outside|next door|abroad|overseas)\b|"
+                          r"\b(?:in|at|from|near|on|inside|outside|behind|by|beside|under|opposite|next to) (?:the |a |my )?(?!(?:" + "|".join(WEEKDAYS)
                           + r"|January|February|March|April|May|June|July|August|September|October|November|"
                           r"December|mornings?|evenings?|afternoons?|nights?|weekends?|weekdays?|noon|midnight|"
                           r"time|the (?:morning|evening|afternoon|weekend))\b)[a-z]|\b(?:room|floor|"
@@ -255,7 +278,7 @@ def _asked(question: str) -> Asked | None:
     asked_part = [s for s in sentences(question) if s.endswith("?")]
     question = asked_part[-1] if asked_part else question  # "My name is Ada. When does the club meet?"
     low = question.lower()
-    first_person = _FIRST_PERSON.search(low) is not None
+    first_person = _FIRST_PERSON.search(low) is not None or _FIRST_PLURAL.search(low) is not None
     if _HOW_TO.search(low) and not re.search(r"\bhow (?:many|much|long|old)\b", low):
         return None  # "how do I book a room?": a campus how-to
     core = _FRAME.sub(" ", question)
@@ -300,13 +323,24 @@ def _about_kin(low: str) -> bool:
 
 def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     """A person the question names ("when is Anouk arriving?") whom the user's own statements name too."""
-    names = [re.sub(r"['’]s$", "", m.group(0)) for m in _CAPITALISED.finditer(question)
-             if m.start() > 0 and not _CALENDAR.match(m.group(0)) and not _ORGANISATION.search(m.group(0))]
+    runs = [m.group(0) if m.start() > 0 else " ".join(m.group(0).split()[1:]) for m in _CAPITALISED.finditer(question)]
+    names = [re.sub(r"['’]s$", "", run) for run in runs  # "What's Noor's job?": the run without its first word
+             if run and not _CALENDAR.match(run) and not _ORGANISATION.search(run)]
     for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi"
         if any(item.kind in ("said", "quote") and re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text,
                                                              re.I) for item in evidence):
             return name
     return None
+
+
+def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
+    """Does a first-person question ask about a thing of the user's that they told of -- "my X" is what the
+    question is about (not what the user does with it: "where do I print my poster?" is a task) and a
+    statement of theirs is about the same head noun ("my tutorial is in room 2.14", a profile line)?"""
+    if not asked.head or asked.subject_is_user or asked.owner or _MODAL.search(question):
+        return False
+    return any(item.kind != "note" and (head := _topic_head(item)) is not None and same_stem(head, asked.head)
+               for item in evidence)
 
 
 def _personal(question: str) -> bool:
@@ -397,15 +431,22 @@ def _evidence(messages: list[dict], user_name: str = "") -> list[_Said]:
     return found
 
 
-def _supplies(kind: str, text: str) -> bool:
-    """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?"""
+def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
+    """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?
+    ``asked_text``, the question, tells a count or an age ("how many", "how old") from a number of any kind."""
     if kind == "name":
         return _NAME_INTRO.search(text) is not None
     names = [m for m in _CAPITALISED.finditer(text) if not _CALENDAR.match(m.group(0))]
-    if kind in ("person", "name_of"):
-        people = [m.group(0) for m in names if m.start() > 0 or len(m.group(0).split()) > 1]
-        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text) is not None
-    if kind == "number":
+    if kind in ("person", "name_of"):  # a name after "in", "at", "from", ... is a place's: "live in Leicester"
+        people = [m.group(0) for m in names if (m.start() > 0 or len(m.group(0).split()) > 1)
+                  and not _PLACE_BEFORE.search(text[:m.start()])]
+        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text) is not None or (
+            kind == "person" and bool(shared_stems(PEOPLE, content_stems(text))))  # "my grandparents", "my mum"
+    if kind == "number":  # a count or an age is no part of a date or a clock time ("her birthday is on 3 March")
+        if _COUNT.search(asked_text):
+            for claim in facts_in(text).claims:
+                if claim.kind in ("date", "time", "day"):
+                    text = text.replace(claim.written, " ")
         return _NUMBER_VALUE.search(text) is not None
     if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too)
         return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or any(
@@ -475,6 +516,30 @@ def _other_owner(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
                 and _someone_else_does(item.text, asked.verb))
 
 
+def _roles(stems: set[str]) -> set[str]:
+    """The relatives' roles some words name ("mum" -> mother, "parents" -> mother and father)."""
+    roles: set[str] = set()
+    for word in stems:
+        for known, role in ROLE_OF.items():
+            if same_stem(word, known):
+                roles.add(role)
+        for known, covered in COVERS.items():
+            if same_stem(word, known):
+                roles |= covered
+    return roles
+
+
+def _another_relative(asked: Asked, item: _Said) -> bool:
+    """Does the statement speak of other relatives than the one asked about ("what's my sister's name?" and
+    "my brother is Felix"; "when is my mum visiting?" and "my dad visits on the 12th")? A word for several
+    ("parents", "siblings") covers each of them; a question about the family as a whole asks about any."""
+    if shared_stems(asked.topic, {stem(w) for w in FAMILY}):
+        return False
+    wanted = _roles(set(asked.topic) | ({asked.owner} if asked.owner else set()))
+    named = _roles(content_stems(item.text))
+    return bool(wanted and named and not wanted & named)
+
+
 def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
     preposition) all of them when a word follows "from" in the statement, else none."""
@@ -492,7 +557,7 @@ def _third_person_level(asked: Asked, item: _Said, coverage: float) -> int:
     someone or something of theirs ("my partner Sam starts ...") that names every word (two or more) and
     the kind asked, else 0."""
     return 3 if (coverage == 1 and len(asked.topic) >= 2 and _MY_SUBJECT.match(item.text)
-                 and _supplies(asked.kind, item.text)) else 0
+                 and _supplies(asked.kind, item.text, asked.core)) else 0
 
 
 def _name_level(item: _Said) -> int:
@@ -547,13 +612,19 @@ def _another_kind_of_it(asked: Asked, item: _Said, topics: list[str], question_s
 def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage: float,
                          topic_similarity: float) -> bool:
     """Does the statement name a value of the kind asked (``_supplies``: a person for "who", a time for
-    "when", ...)? A statement "my X is ..." about every word asked need not; nor, for a "where" or "what"
-    (no one form), one that defines what is asked -- every word of it, or some and the same thing in meaning
-    (``SAME_TOPIC``) -- unless the question may be a campus task ("where can I park my bike?" is not "my
-    bike is a Trek")."""
+    "when", a place for "where", ...)? A statement of the user's must, however fully it speaks of the thing
+    asked about: "my swimming lessons are on Wednesdays" says not where they are held, "my grandmother's
+    birthday is on 3 March" not how old she is. A profile line whose label names every word asked need
+    not (its value is that attribute), nor, for a "what" (no one form), a statement that defines what is
+    asked -- every word of it, or some and the same thing in meaning (``SAME_TOPIC``) -- unless the
+    question may be a campus task ("where can I park my bike?" is not "my bike is a Trek")."""
     defined = bool(topics) and (coverage == 1 or (coverage > 0 and topic_similarity >= SAME_TOPIC))
-    checkable = asked.kind in ("person", "name_of", "number", "time") or asked.how == "weak"
-    return (coverage == 1 and bool(topics)) or (defined and not checkable) or _supplies(asked.kind, item.text)
+    specific = asked.kind in ("person", "name_of", "number", "time", "place")
+    if item.kind in ("profile", "note") and coverage == 1 and bool(topics):
+        return True
+    if not specific and ((coverage == 1 and bool(topics)) or (defined and asked.how != "weak")):
+        return True
+    return _supplies(asked.kind, item.text, asked.core)
 
 
 def _same_kind_of_attribute(asked: Asked, item: _Said) -> bool:
@@ -607,7 +678,11 @@ WHICH_ONE = frozenset("second third other another co-supervisor co deputy assist
 LIGHT_VERBS = frozenset(stem(w) for w in "take have get do make go use keep put give".split())  # little meaning alone
 _PART_OF_DAY = re.compile(r"\b(?:mornings?|afternoons?|evenings?|nights?|noon|midday|midnight|o'clock)\b", re.I)
 _VALUE_ASKED = re.compile(r"\b(?:which|what) (floor|room|day|date|time)\b", re.I)  # a value facts_in normalises
-_OTHER_DOES = re.compile(r"\b(?:does|do|did|will) my (?:[\w'-]+ ){1,3}?([a-z]+)\b(?=[^?]*\?)", re.I)
+_OTHER_DOES = re.compile(r"\b(?:does|do|did|will) (?i:my (?:[\w'-]+ ){1,3}?|our (?:[\w'-]+ ){1,3}?)"
+                         r"(?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?\b(?=[^?]*\?)|"
+                         r"\b(?i:does|did|will) (?:[A-Z][a-z'-]+) (?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?"
+                         r"\b(?=[^?]*\?)")  # "where does my sister work?", "what does Lena study?"
+_RANGE = re.compile(r"\b(?:until|till|through|to)\s+\w|\d\s*(?:-|–|—)\s*\d|\bbetween\b", re.I)
 
 
 def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: float) -> bool:
@@ -619,7 +694,7 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
     A statement this close to the whole question (``STATEMENT_SIMILARITY``) is not ruled out by the last two."""
     if item.kind in ("profile", "note"):
         return False
-    if asked.kind in ("name_of", "number") and not _supplies(asked.kind, item.text):
+    if asked.kind in ("name_of", "number") and not _supplies(asked.kind, item.text, asked.core):
         return True  # "what's my nan's name?" and "my nan is coming up on the train": no name given
     if {stem(w) for w in WHICH_ONE} & set(asked.modifiers) and not shared_stems(set(asked.modifiers) & {
             stem(w) for w in WHICH_ONE}, content_stems(item.text)):
@@ -638,9 +713,16 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
         if shared_stems(asked_words, wanted) and not shared_stems(said_words, wanted) and \
                 shared_stems(said_words, {stem(w) for w in other}):
             return True
+    ends = {stem(w) for w in OPPOSITE_EVENTS[1]}
+    if asked.kind == "time" and shared_stems(asked_words, ends) and not shared_stems(said_words, ends) and \
+            not _RANGE.search(item.text):
+        return True  # one time of an event is when it starts: "when does my group meeting finish?" and "... at 10"
     does = _OTHER_DOES.search(asked.core)
-    if does and does.group(1).lower() not in STOP:
-        verb = stem(does.group(1))
+    verb_word, after = ((does.group(1) or does.group(3)), (does.group(2) or does.group(4))) if does else (None, None)
+    if verb_word and verb_word.lower() == "do" and after and after.lower() not in STOP:
+        verb_word = after  # "what does my boyfriend do for work?" asks about his work
+    if verb_word and verb_word.lower() not in STOP:
+        verb = stem(verb_word)
         alike = {verb} | {stem(w) for group in OPPOSITE_EVENTS if shared_stems({verb}, {stem(x) for x in group})
                           for w in group}  # "when does my brother come?" and "my brother visits on the 14th"
         if not shared_stems(alike, said_words):
@@ -659,7 +741,8 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
     shared, coverage = _words_asked_about(asked, item)
     if asked.how == "third":
         return _third_person_level(asked, item, coverage), coverage
-    if _other_owner(asked, item, question_stems) or _asks_something_else(asked, item, shared, score):
+    if (_other_owner(asked, item, question_stems) or _another_relative(asked, item)
+            or _asks_something_else(asked, item, shared, score)):
         return 0, coverage
     if asked.kind == "name":
         return _name_level(item), coverage
@@ -733,7 +816,7 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     about_asked = bool(shared_stems(asked.topic, content_stems(item.text)))
     near_old, near_question = (float(x) for x in similarity(item.text, [best.text, asked.core or best.text]))
     changed = _changed_values(best, item)
-    if changed and _supplies(asked.kind, item.text) and (
+    if changed and _supplies(asked.kind, item.text, asked.core) and (
             about_asked or (changed != {"number"} and max(near_old, near_question) >= CORRECTION_SIMILARITY)):
         return True
     return about_asked and near_old >= SAME_TOPIC
@@ -760,6 +843,8 @@ def _about_user(messages: list[dict]) -> str | None:
     evidence = _evidence(messages[:-1], " ".join(str(messages[-1].get("name") or "").split()))
     if asked.how == "third" and _someone_they_told_of(question, evidence):
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
+    if asked.how == "weak" and _told_of_it(asked, question, evidence):
+        asked.how = "strong"  # "who teaches my tutorial?" after "my tutorial is in room 2.14": their own thing
     question_stems = content_stems(question)
     scores = similarity(asked.core or question, [item.text for item in evidence]) if evidence else []
     ranked: list[tuple[tuple, _Said]] = []
