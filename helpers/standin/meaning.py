@@ -300,6 +300,8 @@ _FLOOR_BEFORE = re.compile(r"\b(" + _ORDINAL + r"|\d{1,2})[ -](?:floor|level|sto
 _FLOOR_AFTER = re.compile(r"\b(?:floor|level|storey)\s+(\d{1,2}|" + _NUMBER_WORD + r")\b", re.I)
 _ROOM = re.compile(r"\b(?:rooms?|rm\.?)\s+(?:no\.?\s*)?([a-z]?\d+[a-z]?)"
                    r"(?:\s*(?:-|–|to|and|through)\s*([a-z]?\d+[a-z]?))?", re.I)  # "rooms 310 to 318"
+# "room 2.14", "rm 1.05": a building's floor and room, read before the times ("2.14" is no 2:14 after "room")
+_ROOM_DOTTED = re.compile(r"\b(?:rooms?|rm\.?)\s+(?:no\.?\s*)?([a-z]?\d{1,2}\.\d{1,3}[a-z]?)\b()", re.I)
 _CODE = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z-])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b|"
                    r"\b(?=[A-Za-z]*\d)[A-Za-z]{1,3}\d{1,5}[A-Za-z]?\b|"
                    r"\b\d{1,5}[A-Za-z]\b(?<!\d(?:st|nd|rd|th)\b)")  # "LU-58213", "B12", "2B"
@@ -530,9 +532,10 @@ def _lower_place(m: re.Match, text: str) -> list[Claim]:
     return [Claim("name", m.group(0).lower(), m.group(0))] if m.group(1) not in STOP else []
 
 
-#: The rules ``facts_in`` runs, in this order: dates before times and numbers, times before floors and
+#: The rules ``facts_in`` runs, in this order: a dotted room number first, dates before times and numbers, times before floors and
 #: numbers, ranges before their single days, codes before numbers, names last (nothing they read is blanked).
 FACT_RULES: tuple[Rule, ...] = (
+    Rule("room_dotted", "room", _ROOM_DOTTED, _room),
     Rule("date_iso", "date", _DATE_ISO, _date("ymd")),
     Rule("date_day_month", "date", _DATE_DAY_MONTH, _date("dmy")),
     Rule("date_month_day", "date", _DATE_MONTH_DAY, _date("mdy")),

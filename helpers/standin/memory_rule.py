@@ -148,7 +148,8 @@ _NAME_INTRO = re.compile(r"\b(?i:my name(?:'s| is)|name's|the name is|call me|i 
 _CORRECTION = re.compile(r"\b(?:actually|now|instead|changed?|moved|switched|new|no longer|anymore|"
                          r"update[sd]?|correction|scratch that|renamed|reassigned|these days|not any more|"
                          r"sorry|swap(?:ped)?|pushed|postponed|rescheduled|brought forward|relocat\w*|"
-                         r"took over|taken over|replaced|turns out|from now on|"
+                         r"took over|taken over|replaced|turns out|from now on|wait|i mean|misspoke|my mistake|"
+                         r"rather than|bumped|reset|shifted|stopped|quit|moved out|, not|"
                          r"(?:from|starting|since) (?:this|next|last) (?:week|month|term|semester|year))\b",
                          re.I)  # the words of a change of state: the value said before no longer holds
 _MY_TOPIC = re.compile(r"\b(?:my|our) ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
@@ -172,8 +173,8 @@ _NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nin
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near|to|inside|outside|behind|opposite|towards?)\s+(?:the\s+)?$", re.I)
 _COUNT = re.compile(r"\bhow (?:many|much|old)\b|\bage\b", re.I)  # a count or an age, not a code or a date
 _PLACE_VALUE = re.compile(r"\b(?:upstairs|downstairs|outside|next door|abroad|overseas)\b|"
-                          r"\b(?:in|at|from|near|on|inside|outside|behind|by|beside|under|opposite|next to) (?:the |a |my )?(?!(?:" + "|".join(WEEKDAYS)
-                          + r"|January|February|March|April|May|June|July|August|September|October|November|"
+                          r"\b(?:in|at|from|near|on|to|inside|outside|behind|by|beside|under|opposite|next to) (?:the |a |my )?(?!(?:"
+                          + "|".join(WEEKDAYS) + r")s?\b|(?:January|February|March|April|May|June|July|August|September|October|November|"
                           r"December|mornings?|evenings?|afternoons?|nights?|weekends?|weekdays?|noon|midnight|"
                           r"time|the (?:morning|evening|afternoon|weekend))\b)[a-z]|\b(?:room|floor|"
                           r"seat|row|hall|house|lodge|building|court|street|road|library|lab|centre|"
@@ -682,6 +683,8 @@ _OTHER_DOES = re.compile(r"\b(?:does|do|did|will) (?i:my (?:[\w'-]+ ){1,3}?|our 
                          r"(?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?\b(?=[^?]*\?)|"
                          r"\b(?i:does|did|will) (?:[A-Z][a-z'-]+) (?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?"
                          r"\b(?=[^?]*\?)")  # "where does my sister work?", "what does Lena study?"
+# "my doctor switched me", "our tutor moved us": the one who made a change, acting on the user
+_AGENT = re.compile(r"\s+(?:has |had |just |have )?(?:\w+ed|put|set|swapped|moved|got|made|told) (?:me|us)\b", re.I)
 _RANGE = re.compile(r"\b(?:until|till|through|to)\s+\w|\d\s*(?:-|–|—)\s*\d|\bbetween\b", re.I)
 
 
@@ -776,21 +779,30 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
     """Does a statement speak of "my <phrase>" about another thing than the one corrected (its change is
     theirs)? It does when no phrase names ``head`` (the noun of the corrected statement), when none shares a
     word with that statement or the question, or when its phrase is another kind of the thing asked about
-    ("my language partner" for "my lab partner")."""
+    ("my language partner" for "my lab partner"). A phrase that is the new value itself (a person of the
+    user's for "who": "my brother Piotr is coming instead") or the one who made the change ("my doctor
+    switched me to insulin") speaks of no other thing; one naming what is asked ("my parents" for "where
+    do my parents live?") or the same relatives as ``head`` ("my parents" and "my mum and dad") is about it."""
     phrases = []
-    for m in re.finditer(r"\bmy ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text, re.I):
+    for m in re.finditer(r"\b(?:my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text, re.I):
         words = []
         for word in m.group(1).lower().split():
             if word in STOP:
                 break  # "my lab partner is Kofi": the phrase ends at "is"
             words.append(word)
-        if words and words[-1] not in GENERIC:
-            phrases.append(" ".join(words))
+        if not words or words[-1] in GENERIC:
+            continue
+        if asked.kind == "person" and shared_stems({stem(words[-1])}, PEOPLE):
+            continue  # the person who now does it
+        if _AGENT.match(item.text[m.start() + 3 + len(" ".join(words)):]):
+            continue  # "my doctor switched me ...": who changed it, not what changed
+        phrases.append(" ".join(words))
     if not phrases:
         return False
     nouns = {stem(w) for phrase in phrases for w in phrase.split()}
     heads = {stem(phrase.split()[-1]) for phrase in phrases}
-    if head and not shared_stems({head}, nouns):
+    if head and not shared_stems({head}, nouns) and not shared_stems(nouns, asked.topic) and \
+            not _roles({head}) & _roles(nouns):
         return True  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
     if not shared_stems(heads, content_stems(best.text) | asked.topic):
         return True  # "sorry, my lab partner is Kofi" corrects no statement about where I do research
@@ -819,6 +831,8 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     if changed and _supplies(asked.kind, item.text, asked.core) and (
             about_asked or (changed != {"number"} and max(near_old, near_question) >= CORRECTION_SIMILARITY)):
         return True
+    if near_question >= SAME_TOPIC and near_old >= CORRECTION_SIMILARITY and _supplies(asked.kind, item.text, asked.core):
+        return True  # "my doctor switched me to insulin" for "what do I take for my diabetes?"
     return about_asked and near_old >= SAME_TOPIC
 
 
@@ -866,12 +880,37 @@ def _about_user(messages: list[dict]) -> str | None:
     if not asked.said:  # a newer correction of the same thing wins over the value it replaced
         best = _corrected(asked, best, [item for _, item in ranked], evidence, question_stems)
     where = f" (turn {best.turn})" if best.turn is not None else ""
+    if best.kind in ("said", "quote") and _CORRECTION.search(best.text):
+        best.shown = _what_holds(best.shown, asked)
     if best.kind == "note":
         return f'You told me{where} that your {best.label} is now "{best.shown}".'
     if best.kind == "profile":
         stale = " It may be out of date, so please confirm." if "possibly outdated" in best.label else ""
         return f"Your profile says{where}: {best.shown}.{stale}"
     return f'You told me{where}: "{best.shown}"'
+
+
+_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|\s-\s|\s–\s|\s—\s|\bbut\b)\s*")  # not "11:15", "1,000"
+# what no longer holds: a negation, an ending, a past state ("Lena can't make it", "Dr Haddad left", "not the
+# sports hall", "Jun moved out", "it used to be in 204")
+_NO_LONGER = re.compile(r"\b(?:not|no longer|never|n't|anymore|any more|no more|stopped|quit|left|moved out|"
+                        r"cancel+ed|off|instead of|rather than|used to|was|were|previously|before|old)\b|n't\b", re.I)
+_ONLY_MARKER = re.compile(r"^\W*(?:(?:scratch that|no|wait|sorry|actually|correction|update|oh|ok|okay|well|"
+                          r"so|hmm|i mean)\W*)+$", re.I)
+
+
+def _what_holds(sentence: str, asked: Asked) -> str:
+    """A correction's clauses that state what holds now, without those that say what no longer does ("I no
+    longer work at the bar, I'm at the bookshop on Fridays now" -> "I'm at the bookshop on Fridays now") or
+    only mark the change ("scratch that"); the whole sentence when no kept clause names the kind asked."""
+    clauses = [c for c in _CLAUSE.split(sentence.strip()) if c.strip()]
+    gone = [c for c in clauses if _NO_LONGER.search(c)]
+    kept = [c for c in clauses if c not in gone and not _ONLY_MARKER.match(c)]
+    if len(clauses) < 2 or not kept or not gone or \
+            not _supplies(asked.kind, " ".join(kept), asked.core):
+        return sentence
+    text = ", ".join(c.strip() for c in kept).rstrip(".!") + "."
+    return text[0].upper() + text[1:]
 
 
 def _noted(messages: list[dict]) -> str | None:
