@@ -1,5 +1,7 @@
 """Notebook 08's exercise checks: plausible wrong pin checks and wrong pins each get the hint a learner needs,
 independently written right answers pass, and no verdict depends on the day it runs."""
+from pathlib import Path
+
 import pytest
 from exercise_support import quiet_check, run
 
@@ -108,29 +110,96 @@ def test_a_pin_check_that_is_not_a_list_of_strings_is_told_so():
     assert not passed and "return a list of the facts" in said
 
 
-# ---------------------------------------------------------------- exercise 2: pin what matters
+# ---------------------------------------------------------------- exercise 2: choose what to pin
 
-@pytest.mark.parametrize("keep", [["data science", "120 dollars"],
-                                  ["My textbook budget is 120 dollars.", "I study data science."],
-                                  ["budget is 120 dollars", "study data science"]])
-def test_independent_right_pins_pass(keep):
-    passed, said = quiet_check(exercise_2, keep)
-    assert passed and said.startswith("✓"), said
+from helpers.exercises.nb08 import pin_cases, pins_of  # noqa: E402
+
+_PIN_HEAD = "import re\n\ndef should_pin(role, sentence):\n"
+PIN_RULE_WRONG = {  # name: (the cell, the hint it must get)
+    "the stub": (exercise_2.stub, "pinned none of the user's facts"),
+    "every user sentence": (_PIN_HEAD + '    return role == "user"\n', "is a question: it asks"),
+    "the role ignored": (_PIN_HEAD + (
+        '    return not sentence.endswith("?") and re.search(r"\\b(i|my|me|mine)\\b", sentence.lower()) is not None\n'),
+        "The assistant said"),
+    "letters, not words": (_PIN_HEAD + (
+        '    low = sentence.lower()\n'
+        '    return role == "user" and not low.endswith("?") and ("i" in low or "my" in low or "me" in low)\n'),
+        "says nothing about the user"),
+    "only at the start": (_PIN_HEAD + (
+        '    return role == "user" and not sentence.endswith("?") and sentence.startswith(("I ", "I\'", "My ", "my "))\n'),
+        "look for I or my anywhere"),
+    "capital I only": (_PIN_HEAD + (
+        '    return role == "user" and not sentence.endswith("?") and re.search(r"\\b(I|my|My|me)\\b", sentence) is not None\n'),
+        "is in lower case"),
+    "words split on spaces": (_PIN_HEAD + (
+        '    words = set(sentence.lower().rstrip(".!").replace(",", " ").split())\n'
+        '    return role == "user" and not sentence.endswith("?") and bool(words & {"i", "my", "me", "mine"})\n'),
+        "after a split on spaces"),
+    "I and my, not me": (_PIN_HEAD + (
+        '    return role == "user" and not sentence.endswith("?") and re.search(r"\\b(i|my)\\b", sentence.lower()) is not None\n'),
+        "'me' and 'mine' are first person"),
+    "numbers only": (_PIN_HEAD + '    return role == "user" and re.search(r"\\d", sentence) is not None\n',
+                     "holds no number"),
+    "the sentence returned": (_PIN_HEAD + '    return sentence if role == "user" else ""\n', "return True or False"),
+}
+PIN_RULE_RIGHT = {
+    "the solution": exercise_2.solution_code,
+    "words cut at the apostrophe, is_question": (
+        "import re\n"
+        "from helpers.memory.recall import is_question\n\n"
+        "def should_pin(role, sentence):\n"
+        "    if role != 'user' or is_question(sentence):\n"
+        "        return False\n"
+        "    words = {word.split(\"'\")[0] for word in re.findall(r\"[a-z']+\", sentence.lower())}\n"
+        "    return bool(words & {'i', 'my', 'me', 'mine'})\n"),
+    "a loop over tokens": (
+        "import re\n\n"
+        "def should_pin(role, sentence):\n"
+        "    if role == 'assistant':\n"
+        "        return False\n"
+        "    if sentence.rstrip().endswith('?'):\n"
+        "        return False\n"
+        "    for token in re.split(r\"[^\\w']+\", sentence.casefold()):\n"
+        "        if token in ('i', \"i'm\", \"i've\", \"i'd\", \"i'll\", 'my', 'me', 'mine'):\n"
+        "            return True\n"
+        "    return False\n"),
+    "a match object returned": (
+        "import re\n"
+        "FIRST_PERSON = re.compile(r'\\b(?:I|my|me|mine)\\b', re.IGNORECASE)\n\n"
+        "def should_pin(role, sentence):\n"
+        "    if role != 'user' or '?' in sentence:\n"
+        "        return None\n"
+        "    return FIRST_PERSON.search(sentence)\n"),
+}
 
 
-@pytest.mark.parametrize("keep,hint", [
-    ([], "the summary still loses 'data science'"),
-    (["120 dollars"], "the summary still loses 'data science'"),
-    (["data science"], "the summary still loses '120 dollars'"),
-    (["200 dollars", "data science"], "is not word for word what the student said"),
-    (["Hi! My name is Priya Raman. I study data science."], "is a whole sentence"),
-    (["textbook budget", "data science"], "the summary still loses '120 dollars'"),
-    ("120 dollars", "must be a list of strings"),
-    (["Priya Raman", "can't do mornings"], "the summary still loses 'data science'"),
-])
-def test_plausible_wrong_pins_get_their_hint(keep, hint):
-    passed, said = quiet_check(exercise_2, keep)
+@pytest.mark.parametrize("name", sorted(PIN_RULE_WRONG))
+def test_a_wrong_pin_rule_gets_its_specific_hint(name):
+    code, hint = PIN_RULE_WRONG[name]
+    passed, said = run(exercise_2, code)
     assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(PIN_RULE_RIGHT))
+def test_a_right_pin_rule_passes_and_keeps_both_facts(name):
+    passed, said = run(exercise_2, PIN_RULE_RIGHT[name])
+    assert passed and said.startswith("✓") and "keeps data science and 120 dollars" in said, said
+
+
+def test_the_pin_rule_is_judged_on_sentences_the_notebook_never_shows():
+    notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "08_budgets_and_summaries.ipynb").read_text()
+    cases = pin_cases()
+    kinds = {category for category, _, _ in cases}
+    assert {"fact-middle", "fact-lower", "fact-contraction", "fact-me", "question", "assistant"} <= kinds
+    assert sum(sentence in notebook for _, _, sentence in cases) <= 3  # "Hi!", "Thanks a lot." and the like
+
+
+def test_the_solution_pins_the_students_statements_and_nothing_else():
+    namespace = {}
+    exec(exercise_2.solution_code, namespace)  # noqa: S102 - the package's own solution
+    pins = pins_of(namespace["should_pin"])
+    assert "I study data science." in pins and "My textbook budget is 120 dollars." in pins
+    assert not any(pin.endswith("?") or pin.startswith("Noted") for pin in pins)
 
 
 # ---------------------------------------------------------------- exercise 3: the fold

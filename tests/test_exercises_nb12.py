@@ -50,39 +50,93 @@ def _check(exercise, code, hint=None):
 
 # ---------------------------------------------------------------- 12.1 shares for a tighter budget
 
-SHARES_WRONG = {
-    "the stub: the defaults": (nb12.exercise_1.stub, "Give that layer a larger share"),
-    "the profile starved": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.1)", "larger share"),
-    "the summary favoured": ("my_shares = Shares(profile=0.1, summary=0.6, recall=0.1)", "larger share"),
-    "a number": ("my_shares = 0.6", "must be a Shares"),
-    "a dict": ("my_shares = {'profile': 0.6, 'summary': 0.0, 'recall': 0.2}", "must be a Shares"),
-    "everything to the profile": ("my_shares = Shares(profile=1.0, summary=0, recall=0)",
-                                  "switch recall off"),
-    "the profile alone, with room for the window": ("my_shares = Shares(profile=0.9, summary=0, recall=0)",
-                                                    "switch recall off"),
-    "recall alone": ("my_shares = Shares(profile=0, summary=0, recall=0.9)", "Give that layer a larger share"),
-    "the profile alone, smaller": ("my_shares = Shares(profile=0.7, summary=0.0, recall=0.0)",
-                                   "switch recall off"),
-    "profile and recall split the room": ("my_shares = Shares(profile=0.5, summary=0.0, recall=0.5)",
-                                          "leave the window (nearly) nothing"),
-    "summary and recall fill the room": ("my_shares = Shares(profile=0.0, summary=0.5, recall=0.5)",
-                                         "Give that layer a larger share"),
+_CHOOSE = "def choose_shares(room, needs):\n"
+_RESERVE = ('    window = needs["window"] + 2 if needs["window"] + 2 <= room else 0\n'
+            '    rest = room - window\n')
+SHARES_WRONG = {  # name: (the cell, the hint it must get)
+    "the stub: the defaults": (nb12.exercise_1.stub, "the profile block names the current value for only"),
+    "a value, not a function": ("choose_shares = Shares(profile=0.45, summary=0.0, recall=0.25)",
+                                "must be a function"),
+    "the profile alone, two layers off": (_CHOOSE + "    return Shares(0.9, 0, 0)\n", "recall quotes the user's words"),
+    "recall alone, two layers off": (_CHOOSE + "    return Shares(0, 0, 0.9)\n",
+                                     "the profile block names the current value for only"),
+    "one choice for every budget": (_CHOOSE + "    return Shares(profile=0.45, summary=0.0, recall=0.25)\n",
+                                    "yet your shares send the summary in 0"),
+    "needs over room, unclamped": (_CHOOSE + (
+        '    return Shares(needs["profile"] / room, needs["summary"] / room, needs["recall"] / room)\n'),
+        "made invalid shares"),
+    "the newest turn always kept back": (_CHOOSE + (
+        '    rest = room - needs["window"] - 2\n'
+        '    profile = min(needs["profile"], rest // 2)\n'
+        '    return Shares(profile / room, 0, (rest - profile) / room)\n'), "larger than the room"),
+    "profile first, recall the rest of the room": (_CHOOSE + (
+        '    profile = min(needs["profile"], room // 2)\n'
+        '    return Shares(profile / room, 0.0, 1 - profile / room)\n'),
+        "The window gets only what the three shares leave"),
+    "the three blocks share the room by need": (_CHOOSE + (
+        '    total = needs["profile"] + needs["summary"] + needs["recall"]\n'
+        '    return Shares(needs["profile"] / total, needs["summary"] / total, needs["recall"] / total)\n'),
+        "the profile block names the current value for only"),
+    "in proportion to the needs": (_CHOOSE + (
+        '    scale = min(1, room / sum(needs.values()))\n'
+        '    return Shares(needs["profile"] * scale / room, needs["summary"] * scale / room,\n'
+        '                  needs["recall"] * scale / room)\n'), "the profile block names the current value for only"),
+    "the summary served first": (_CHOOSE + _RESERVE + (
+        '    summary = min(needs["summary"], rest)\n'
+        '    profile = min(needs["profile"], rest - summary)\n'
+        '    return Shares(profile / room, summary / room, (rest - summary - profile) / room)\n'),
+        "keep the evidence for"),
+    "the profile takes all it needs": (_CHOOSE + _RESERVE + (
+        '    profile = min(needs["profile"], rest)\n'
+        '    summary = min(needs["summary"], rest - profile)\n'
+        '    return Shares(profile / room, summary / room, (rest - profile - summary) / room)\n'),
+        "recall quotes the user's words"),
+    "the window's cap a token short": (_CHOOSE + (
+        '    rest = room - needs["window"] if needs["window"] < room else room\n'
+        '    profile = min(needs["profile"], rest // 2)\n'
+        '    summary = min(needs["summary"], max(0, rest - profile - needs["recall"]))\n'
+        '    return Shares(profile / room, summary / room, (rest - profile - summary) / room)\n'),
+        "rounded down"),
+    "a dict": (_CHOOSE + "    return {'profile': 0.5, 'summary': 0.0, 'recall': 0.2}\n", "return Shares("),
 }
 SHARES_RIGHT = {
     "the solution": nb12.exercise_1.solution_code,
-    "a little of everything": "my_shares = Shares(profile=0.4, summary=0.05, recall=0.15)",
-    "half to the profile, a fifth to recall": "my_shares = Shares(profile=0.5, summary=0.0, recall=0.2)",
+    "a loop in priority order": (_CHOOSE + (
+        '    newest = needs["window"] + 3\n'
+        '    if newest > room:\n'
+        '        newest = 0\n'
+        '    left = room - newest\n'
+        '    given = {}\n'
+        '    for layer, most in (("profile", 0.5), ("recall", 1.0), ("summary", 1.0)):\n'
+        '        given[layer] = min(needs[layer], int(left * most))\n'
+        '        left -= given[layer]\n'
+        '    return Shares(given["profile"] / room, given["summary"] / room, given["recall"] / room)\n')),
+    "everything when it fits, else profile and recall halves": (_CHOOSE + (
+        '    keep = needs["window"] + 4 if needs["window"] + 4 <= room else 0\n'
+        '    free = (room - keep) / room\n'
+        '    if needs["profile"] + needs["summary"] + needs["recall"] <= room - keep:\n'
+        '        return Shares(needs["profile"] / room, needs["summary"] / room, needs["recall"] / room)\n'
+        '    return Shares(profile=free / 2, summary=0.0, recall=free / 2)\n')),
 }
 
 
 @pytest.mark.parametrize("mistake", sorted(SHARES_WRONG))
-def test_wrong_shares_get_their_hint(mistake):
+def test_a_wrong_share_chooser_gets_its_hint(mistake):
     _check(nb12.exercise_1, *SHARES_WRONG[mistake])
 
 
 @pytest.mark.parametrize("answer", sorted(SHARES_RIGHT))
-def test_right_shares_pass(answer):
+def test_a_right_share_chooser_passes(answer):
     _check(nb12.exercise_1, SHARES_RIGHT[answer])
+
+
+def test_the_judged_budgets_run_from_tight_to_everything_fitting():
+    tight = nb12_replay.replay_chosen(lambda room, needs: DEFAULT_SHARES, nb12.JUDGED_BUDGETS[0])
+    roomy = nb12_replay.replay_chosen(lambda room, needs: DEFAULT_SHARES, nb12.JUDGED_BUDGETS[-1])
+    assert tight.everything_fits == 0 and roomy.everything_fits * 2 > roomy.questions
+    probe, inputs = nb12_replay.recorded_questions()[0]
+    room, needs = nb12_replay.needs_of(inputs, nb12.JUDGED_BUDGETS[0])
+    assert needs["profile"] > room // 2  # at the tight budget the whole profile does not fit its fair half
 
 
 # ---------------------------------------------------------------- 12.2 a new kind of user fact

@@ -1,14 +1,16 @@
-"""Exercises of notebook 08: the check that keeps pinned facts in a summary, and choosing what to pin.
+"""Exercises of notebook 08: the check that keeps pinned facts in a summary, choosing what to pin, the fold.
 
 Exercise 1 runs the learner's ``missing_facts`` on written and generated summaries, then plugs it into
 ``Summariser.summarise`` (the offline stand-in's rule, whatever backend the notebook uses). Exercise 2
-summarises fixed turns with that rule. No model and no clock decide a verdict: both give the same one
-on any backend and on any day.
+judges the learner's pin rule on generated sentences, then summarises fixed turns with what it pins.
+Exercise 3 folds seeded summaries with a recording stand-in for the request. No model and no clock
+decide a verdict: each gives the same one on any backend and on any day.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 from unittest import mock
 
 from helpers.llm.config import load_settings
@@ -145,12 +147,11 @@ exercise_1 = Exercise(
            "never missing. Keep keep's order: a list comprehension over keep does."),
 )
 
-# ---------------------------------------------------------------- exercise 2: pin what a summary loses
+# ---------------------------------------------------------------- exercise 2: choose what to pin
 
 STUDENT = ("Hi! My name is Priya Raman. I study data science. My textbook budget is 120 dollars.",
            "I can't do mornings, I work late shifts at the bakery.")
 MUST_SURVIVE = ("data science", "120 dollars")
-MAX_PIN_WORDS = 6
 
 
 def _scripted_turn(turn_id: int, question: str, found: str) -> list[dict]:
@@ -180,37 +181,144 @@ def summary_with(keep) -> str:
     return summariser.summarise(RollingSummary(), dropped_turns(), keep=list(keep)).summary.text
 
 
-def _check_keep(my_keep) -> str:
-    if isinstance(my_keep, str) or not isinstance(my_keep, (list, tuple)) or \
-            not all(isinstance(fact, str) for fact in my_keep):
-        raise Hint("my_keep must be a list of strings, e.g. ['a fact', 'another fact'].")
-    said = " ".join(" ".join(STUDENT).lower().split())
-    for fact in my_keep:
-        if " ".join(fact.lower().split()) not in said:
-            raise Hint(f"{fact!r} is not word for word what the student said; pin her own words.")
-        if len(fact.split()) > MAX_PIN_WORDS:
-            raise Hint(f"{fact!r} is a whole sentence. A pin is sent with every request for the rest of the "
-                       f"conversation: keep each to the fact itself ({MAX_PIN_WORDS} words at most).")
+def sentences(text: str) -> list[str]:
+    """The sentences of a message: split after '.', '!' or '?' followed by a space."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(str(text or "").split())) if s]
+
+
+def pins_of(should_pin) -> list[str]:
+    """The sentences of the dropped turns' user and assistant messages that ``should_pin`` pins, in order."""
+    return [sentence for _, messages in dropped_turns() for message in messages
+            if message["role"] in ("user", "assistant")
+            for sentence in sentences(message.get("content")) if should_pin(message["role"], sentence)]
+
+
+_FILL = {
+    "subject": ["history", "nursing", "chemistry", "law", "music", "data science"],
+    "time": ["mornings", "Fridays", "evenings after 20:00", "weekends"],
+    "food": ["peanuts", "shellfish", "gluten"],
+    "nick": ["Pri", "Sam", "Jo"],
+    "place": ["Room 204", "the Harrow Library", "Tremont Hall", "the gym"],
+    "club": ["AI club", "chess club", "choir"],
+}
+_THINGS = (("budget", "80 dollars"), ("advisor", "Dr. Okafor"), ("locker number", "4471"),
+           ("bus stop", "the north gate"), ("exam", "on Friday"), ("dorm", "Birch Hall"))
+# (category, role, template): what each sentence is, and who says it. The "fact" categories must be pinned.
+_TEMPLATES = (
+    ("fact", "user", "I study {subject}."), ("fact", "user", "My {thing} is {value}."),
+    ("fact", "user", "I work late shifts on {time}."), ("fact", "user", "I live in {place}."),
+    ("fact-contraction", "user", "I'm allergic to {food}."),
+    ("fact-contraction", "user", "I've got no class on {time}."),
+    ("fact-contraction", "user", "I'm a vegetarian."),
+    ("fact-middle", "user", "Honestly, I can't do {time}."),
+    ("fact-middle", "user", "Since March my {thing} is {value}."),
+    ("fact-middle", "user", "For the record, my {thing} is {value}."),
+    ("fact-lower", "user", "i study {subject} btw."), ("fact-lower", "user", "my {thing} is {value}."),
+    ("fact-me", "user", "Please call me {nick}."), ("fact-me", "user", "Sadly {subject} is not for me."),
+    ("question", "user", "Where can I print my poster?"), ("question", "user", "Can you remind me of my {thing}?"),
+    ("question", "user", "Is my {thing} still {value}?"), ("question", "user", "Do I need a card for {place}?"),
+    ("question", "user", "When does the {club} meet?"),
+    ("not-about-her", "user", "Hi!"), ("not-about-her", "user", "Thanks a lot."),
+    ("not-about-her", "user", "Great, that is it."), ("not-about-her", "user", "The {club} is in {place}."),
+    ("not-about-her", "user", "Printing is cheap in the basement."),
+    ("not-about-her", "user", "It is raining again in {place}."),
+    ("assistant", "assistant", "I can help with that."), ("assistant", "assistant", "I found two clubs [club-ai]."),
+    ("assistant", "assistant", "My notes say the {club} meets on Thursdays."),
+    ("assistant", "assistant", "Noted: your {thing} is {value}."),
+    ("assistant", "assistant", "Let me check that for you."),
+)
+
+
+def pin_cases(seed: int = 8, per_template: int = 2) -> list[tuple[str, str, str]]:
+    """(category, role, sentence) from each template, filled from a seed: sentences the notebook never shows."""
+    rng, cases = random.Random(seed), []
+    for category, role, template in _TEMPLATES:
+        for _ in range(per_template):
+            thing, value = rng.choice(_THINGS)
+            fill = {key: rng.choice(values) for key, values in _FILL.items()}
+            cases.append((category, role, template.format(thing=thing, value=value, **fill)))
+    rng.shuffle(cases)
+    return cases
+
+
+def _pinned(should_pin, role: str, sentence: str) -> bool:
+    got = should_pin(role, sentence)
+    if got is None or isinstance(got, re.Match):  # re.search's answer reads as a yes or a no as well
+        return got is not None
+    if not isinstance(got, bool):
+        raise Hint(f"should_pin({role!r}, {sentence!r}) returned {got!r}; return True or False.")
+    return got
+
+
+_WRONGLY_PINNED = {  # the first kind of mistake found decides the hint: the most telling ones first
+    "assistant": "The assistant said {s!r}: pin only the user's own words (role == 'user'), never a restatement.",
+    "question": "{s!r} is a question: it asks, and states nothing to keep. Skip a sentence that ends with '?'.",
+    "not-about-her": ("{s!r} says nothing about the user: it has no I, I'm, my or me as a whole word. Match whole "
+                      "words (with \\b, or split the sentence into words), not letters inside words."),
+}
+_WRONGLY_LEFT = {
+    "fact-middle": "{s!r} is a fact about her after a few words: look for I or my anywhere, not only at the start.",
+    "fact-lower": "{s!r} is in lower case: lower-case the sentence before you look for 'i' and 'my'.",
+    "fact-contraction": ("{s!r} says I'm or I've: after a split on spaces \"I'm\" is one word. Cut each word at "
+                         "its apostrophe, or use a regular expression with \\b."),
+    "fact-me": "{s!r} is about her too: 'me' and 'mine' are first person, like I and my.",
+    "fact": "{s!r} is the user telling a fact about herself: it must be pinned.",
+}
+
+
+def _check_should_pin(should_pin) -> str:
+    if not callable(should_pin):
+        raise Hint("should_pin must be a function: def should_pin(role, sentence): ...")
+    cases = pin_cases()
+    wrong: dict[str, str] = {}
+    for category, role, sentence in cases:
+        if _pinned(should_pin, role, sentence) != category.startswith("fact"):
+            wrong.setdefault(category, sentence)
+    facts = [(role, s) for category, role, s in cases if category.startswith("fact")]
+    pinned = [s for _, role, s in cases if _pinned(should_pin, role, s)]
+    left = [s for _, s in facts if s not in pinned]
+    if left and all(re.search(r"\d", s) for s in pinned) and not any(re.search(r"\d", s) for s in left):
+        raise Hint(f"{left[0]!r} holds no number, yet it is a fact about her, as her subject and her diet are: "
+                   "pin what she says about herself, not only numbers.")
+    for category, hint in _WRONGLY_PINNED.items():
+        if category in wrong:
+            raise Hint(hint.format(s=wrong[category]))
+    if all(category in wrong for category in _WRONGLY_LEFT):
+        raise Hint(f"should_pin pinned none of the user's facts, e.g. {wrong['fact']!r}: pin a user's statement "
+                   "that has I, I'm, my or me in it.")
+    for category, hint in _WRONGLY_LEFT.items():
+        if category in wrong:
+            raise Hint(hint.format(s=wrong[category]))
+    keep = pins_of(should_pin)
     try:
-        text = summary_with(my_keep)
+        text = summary_with(keep)
     except WorkshopError as error:
         raise Hint(f"the summary could not be made: {error}") from None
     lost = [fact for fact in MUST_SURVIVE if fact not in text.lower()]
     if lost:
-        raise Hint(f"the summary still loses {lost[0]!r}: the extractive rule keeps only the first two "
-                   "sentences of each message. Pin that fact word for word.")
-    return f"{len(my_keep)} pin(s): the summary keeps {' and '.join(MUST_SURVIVE)}."
+        raise Hint(f"Your pins {keep} lose {lost[0]!r}: pin every sentence in which the student states a fact.")
+    return (f"should_pin is right on {len(cases)} sentences it had not seen. Of the dropped turns it pins "
+            f"{len(keep)} sentences, all the student's, and the summary keeps {' and '.join(MUST_SURVIVE)}.")
 
+
+PIN_STUB = '''def should_pin(role, sentence):
+    """True when every later summary must keep this sentence word for word."""
+    return False  # pins nothing yet'''
+PIN_SOLUTION = r'''import re
+
+def should_pin(role, sentence):
+    """True when every later summary must keep this sentence word for word."""
+    if role != "user" or sentence.strip().endswith("?"):  # the assistant's words, or a question
+        return False
+    return re.search(r"\b(i|my|me|mine)\b", sentence.lower()) is not None  # she says something about herself'''
 
 exercise_2 = Exercise(
-    "08.2", "pin what matters",
-    stub="my_keep = []  # facts, word for word as the student said them, that every summary must keep",
-    solution_code='my_keep = ["data science", "120 dollars"]',
-    checker=_check_keep, answers=("my_keep",),
-    hints=("Print summary_with(my_keep) and compare it with what the student said in turn 0: which of her "
-           "facts are missing?",
-           "The rule keeps 'Hi!' and 'My name is Priya Raman.', the first two sentences. What she studies "
-           "and her textbook budget come after them."),
+    "08.2", "pin what matters", stub=PIN_STUB, solution_code=PIN_SOLUTION,
+    checker=_check_should_pin, answers=("should_pin",),
+    hints=("Which sentences of turns 0 and 1 would a later question need? What do they have in common?",
+           "Pin a user's sentence that is not a question and has I, I'm, my or me as a whole word.",
+           "role != 'user', or a '?' at the end: False. Otherwise search r'\\b(i|my|me|mine)\\b' in the "
+           "lower-cased sentence."),
 )
 
 

@@ -1,5 +1,5 @@
-"""Exercises of notebook 12: shares for a tighter budget, a new kind of user fact, a check for old values, and the
-streaming variant of the assistant's ``ask`` (``streamed`` in ``helpers/app/assistant.py``).
+"""Exercises of notebook 12: a function that chooses the shares for any budget, a new kind of user fact, a check
+for old values, and the streaming variant of the assistant's ``ask`` (``streamed`` in ``helpers/app/assistant.py``).
 
 Every check runs on the offline stand-in whatever backend the notebook uses (a check never sends a
 conversation to a hosted model), on conversations and cases of its own (several generated from seeds), and
@@ -22,10 +22,12 @@ from helpers.agent.turn import EMPTY_REPLY
 from helpers.app.assistant import TAKEN_BACK, checked, open_assistant, refused
 from helpers.llm.client import make_offline_client
 from helpers.exercises import Exercise, Hint
-from helpers.exercises.nb12_replay import BUDGET, TIGHT_BUDGET, context_lines, offline, replay_shares
+from helpers.exercises.nb12_replay import (BUDGET, TIGHT_BUDGET, context_lines, needs_of, offline, recorded_questions,
+                                           replay_chosen, replay_shares)
 from helpers.facts.writer import FactMemory
 from helpers.retrieval.guardrails import FALLBACK, GROUNDING_PROMPT, REFUSAL
 from helpers.memory.assembler import MemoryAssembler
+from helpers.core.errors import ConfigError
 from helpers.memory.budget import DEFAULT_SHARES, ContextBudgetError, Shares
 from helpers.memory.profile import ProfileMemory
 from helpers.memory.profile_extraction import extract_with_rules
@@ -36,63 +38,103 @@ from helpers.standin.server import handle
 
 # ---------------------------------------------------------------- exercise 1: shares for a tighter budget
 
-def _check_shares(my_shares) -> str:
-    if not isinstance(my_shares, Shares):
-        raise Hint(f"my_shares must be a Shares(profile=..., summary=..., recall=...) (got {my_shares!r}).")
-    before = replay_shares(DEFAULT_SHARES, BUDGET)
-    try:
-        mine = replay_shares(my_shares, TIGHT_BUDGET)
-    except ContextBudgetError as error:
-        raise Hint(f"Even the fixed costs do not fit: {error}") from None
-    if mine.hits < before.hits:
-        default = replay_shares(DEFAULT_SHARES, TIGHT_BUDGET)
-        raise Hint(f"At {TIGHT_BUDGET} tokens these shares keep the evidence for {mine.hits} of "
-                   f"{mine.questions} questions about the user; at {BUDGET} the default shares keep "
-                   f"{before.hits} (at {TIGHT_BUDGET} they keep {default.hits}). First missed: "
-                   f"{mine.missed[0]}. Which layer held the evidence in the ablation table? Give that "
-                   "layer a larger share of the room.")
-    if mine.in_profile * 2 < mine.questions:
-        raise Hint(f"At {TIGHT_BUDGET} tokens the profile block names the current value for only "
-                   f"{mine.in_profile} of {mine.questions} questions about the user. The profile states each "
-                   "fact once, with its correction. Give that layer a larger share.")
-    carried = replay_shares(DEFAULT_SHARES, BUDGET)  # which layers held evidence at the full budget
-    if my_shares.recall <= 0 < carried.in_recall:
-        raise Hint(f"These shares switch recall off. At {BUDGET} tokens recall quoted the user's own words for "
-                   f"{carried.in_recall} of {carried.questions} questions: it answers what the profile has no "
-                   "line for, and it is the source a reader checks a profile line against. A tighter budget "
-                   "should shrink a layer, not remove it; the summary is the one you can spare here.")
-    if mine.stale:
-        raise Hint(f"{mine.stale} questions now see an old value without its 'superseded' mark: keep the "
-                   "layer that names corrections (the profile) in the request.")
-    if mine.sent * 2 <= mine.fits:
-        raise Hint(f"These shares leave the window (nearly) nothing: in {mine.fits} requests the newest turn "
-                   f"would have fitted in the room on its own, and it was sent in {mine.sent}. The window gets "
-                   "only what profile, summary and recall leave, so a follow-up such as 'How many days until "
-                   "that?' would have nothing to point to. Keep the three shares small enough to leave the "
-                   "window room: it should still carry the newest turn in more than half of those requests.")
-    return (f"at {TIGHT_BUDGET} tokens your shares ({my_shares.profile:.0%} profile, {my_shares.summary:.0%} "
-            f"summary, {my_shares.recall:.0%} recall) keep the evidence for {mine.hits} of {mine.questions} "
-            f"questions, as the defaults do at {BUDGET} (in the profile for {mine.in_profile}, quoted by recall "
-            f"for {mine.in_recall}), and the window still carries the newest turn in "
-            f"{mine.sent} of the {mine.fits} requests where it fits; mean first request "
-            f"{mine.mean_tokens:,.0f} tokens instead of {before.mean_tokens:,.0f}.")
+JUDGED_BUDGETS = (TIGHT_BUDGET, 1100, 1300, 2000)  # from tight to roomy: the function sees each request's room
 
+
+def _guarded(choose_shares):
+    """The learner's function, with what it returns checked before the assembler uses it."""
+    def choose(room: int, needs: dict) -> Shares:
+        try:
+            shares = choose_shares(room, dict(needs))
+        except ConfigError as error:
+            why = (f" Here the newest turn alone ({needs['window']} tokens) is larger than the room: it cannot be "
+                   "sent, so keep nothing back for it." if needs["window"] > room else
+                   " Each share is tokens over room, and the three together leave the window the newest turn.")
+            raise Hint(f"choose_shares({room}, {needs}) made invalid shares: {error}.{why}") from None
+        if not isinstance(shares, Shares):
+            raise Hint(f"choose_shares returned {shares!r:.80}; return Shares(profile=..., summary=..., "
+                       "recall=...), each a fraction of the room.")
+        return shares
+    return choose
+
+
+def _window_hint(choose_shares, budget: int) -> str:
+    """Why the window lost the newest turn: no share for it, or a share a token short once rounded down."""
+    probe, inputs = recorded_questions()[0]
+    room, needs = needs_of(inputs, budget)
+    shares = choose_shares(room, dict(needs))
+    if 0 <= needs["window"] - int(room * shares.window) <= 1 and shares.window > 0:
+        return (f"For a room of {room} your shares leave the window {room * shares.window:.2f} tokens, and a "
+                f"cap is int(room * share), rounded down to {int(room * shares.window)}: the newest turn needs "
+                f"{needs['window']}. Leave it a token or two more.")
+    return ("The window gets only what the three shares leave: keep needs['window'] (the newest turn) out of "
+            "what you share among profile, summary and recall.")
+
+
+def _check_shares(choose_shares) -> str:
+    if isinstance(choose_shares, Shares) or not callable(choose_shares):
+        raise Hint("choose_shares must be a function: def choose_shares(room, needs): ... return Shares(...).")
+    choose = _guarded(choose_shares)
+    results = {}
+    for budget in JUDGED_BUDGETS:
+        try:
+            mine = replay_chosen(choose, budget)
+        except ContextBudgetError as error:
+            raise Hint(f"Even the fixed costs do not fit: {error}") from None
+        results[budget] = mine
+        if mine.hits < mine.questions:
+            raise Hint(f"At {budget} tokens your shares keep the evidence for {mine.hits} of {mine.questions} "
+                       f"questions about the user. First missed: {mine.missed[0]}. Which layers hold the evidence "
+                       "in the ablation table? Serve them before the summary.")
+        if mine.in_profile * 2 < mine.questions:
+            raise Hint(f"At {budget} tokens the profile block names the current value for only {mine.in_profile} "
+                       f"of {mine.questions} questions. The profile states each fact once, with its correction: "
+                       "when the room is tight, give it room before the summary, up to needs['profile'].")
+        if mine.in_recall * 4 < mine.questions:  # a tight room holds a quote or two: a quarter, at least
+            raise Hint(f"At {budget} tokens recall quotes the user's words for only {mine.in_recall} of "
+                       f"{mine.questions} questions: the profile took (nearly) all the room. Recall is the source a "
+                       "reader checks a profile line against: give the profile part of the room, not all of it.")
+        if mine.stale:
+            raise Hint(f"At {budget} tokens {mine.stale} questions see an old value without its 'superseded' mark: "
+                       "keep the layer that names corrections (the profile) in the request.")
+        if mine.sent * 2 <= mine.fits:
+            raise Hint(f"At {budget} tokens the newest turn would fit on its own in {mine.fits} requests, and the "
+                       f"window carried it in {mine.sent}. " + _window_hint(choose_shares, budget))
+        if mine.in_summary < mine.everything_fits:
+            raise Hint(f"At {budget} tokens every part fits in full in {mine.everything_fits} requests, yet your "
+                       f"shares send the summary in {mine.in_summary}. Shrink a layer when the room is tight; "
+                       "when there is room, give it what it needs.")
+    tight, roomy = results[JUDGED_BUDGETS[0]], results[JUDGED_BUDGETS[-1]]
+    before = replay_shares(DEFAULT_SHARES, TIGHT_BUDGET)
+    return (f"at {', '.join(map(str, JUDGED_BUDGETS))} tokens your shares keep the evidence for every question. "
+            f"At {TIGHT_BUDGET}, the profile names it for {tight.in_profile} of {tight.questions} (the defaults: "
+            f"{before.in_profile}), recall quotes it for {tight.in_recall}, and the window carries the newest turn "
+            f"in {tight.sent} of {tight.fits} requests. At {JUDGED_BUDGETS[-1]}, the summary is sent in "
+            f"{roomy.in_summary} of {roomy.questions}.")
+
+
+SHARES_STUB = '''def choose_shares(room, needs):
+    """The shares of one request. room: the tokens left after tools, system prompt and question.
+    needs: the tokens each part would use in full, {"profile", "summary", "recall", "window"}
+    ("window": the newest turn). A block's cap is int(room * share); the window gets what is left."""
+    return Shares(profile=0.10, summary=0.10, recall=0.50)  # the defaults, whatever the room'''
+SHARES_SOLUTION = '''def choose_shares(room, needs):
+    window = needs["window"] + 2 if needs["window"] + 2 <= room else 0  # the newest turn, if it can fit
+    rest = room - window                               # (+2: caps are rounded down)
+    profile = min(needs["profile"], rest // 2)         # the profile: what it needs, at most half the rest
+    summary = min(needs["summary"], max(0, rest - profile - needs["recall"]))  # only room recall leaves
+    recall = max(0, rest - profile - summary)          # recall: everything else
+    return Shares(profile=profile / room, summary=summary / room, recall=recall / room)'''
 
 exercise_1 = Exercise(
-    "12.1", "shares for a tighter budget",
-    stub=("# The room left after tools, system prompt and question, shared out (the window gets the rest)\n"
-          "my_shares = Shares(profile=0.15, summary=0.20, recall=0.25)"),
-    solution_code=("# At 950 tokens the tools and the system prompt leave little room. The profile holds\n"
-                   "# every fact with its correction, the most relevant line first: give it the most,\n"
-                   "# keep recall a share of its own, and leave the rest to the window.\n"
-                   "my_shares = Shares(profile=0.45, summary=0.0, recall=0.25)"),
-    checker=_check_shares, answers=("my_shares",), context=lambda: {"Shares": Shares},
-    hints=("Run the check: how many questions keep their evidence with the default shares at 950 tokens?",
-           "The ablation table shows which layer answers the 'what's my ...' questions alone. A share is "
-           "a fraction of a small room: at 950 tokens, the default profile share does not fit a single profile "
-           "line.",
-           "Try Shares(profile=0.45, summary=0.0, recall=0.25), then see how low the profile's share can go. "
-           "Shares that add up to 100% leave the window nothing, and a share of 0 switches a layer off."),
+    "12.1", "shares for a tighter budget", stub=SHARES_STUB, solution_code=SHARES_SOLUTION,
+    checker=_check_shares, answers=("choose_shares",), context=lambda: {"Shares": Shares},
+    hints=("Run the check: at 950 tokens, which layer do the default shares leave out? Print needs_of(...) for "
+           "one request to see the sizes.",
+           "Work in tokens, then divide by room. Take the newest turn's tokens off first; give the profile what it "
+           "needs up to a part of the rest, recall the rest after that, and the summary only what recall leaves.",
+           "A share of 0 switches a layer off, and three shares that add up to 1 leave the window nothing. Caps "
+           "are rounded down: leave the window a token or two spare."),
 )
 
 

@@ -2,20 +2,22 @@
 
 ``recorded_questions`` runs one generated conversation through the real session once and keeps, for
 each question about the user, what its first request was built from; ``replay_shares`` assembles
-those requests again under a budget and shares of the learner's choosing and counts what evidence
-made it in, and how often the window still carried the newest turn where that turn would fit on its own.
+those requests again under a budget and shares (fixed, or chosen per request by the learner's function
+from the room and what each part needs: ``replay_chosen``) and counts what evidence made it in, and how
+often the window still carried the newest turn where that turn would fit on its own.
 Everything runs on the offline stand-in, whatever backend the notebook uses.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 from helpers.core import tokens
 from helpers.llm.client import make_client
 from helpers.llm.config import load_settings
 from helpers.memory.assembler import MemoryAssembler, assemble_context
-from helpers.memory.budget import Shares
+from helpers.memory.budget import Shares, fit_profile, fit_recall, fit_summary, fixed_parts
 from helpers.memory.convgen import generate
 from helpers.chat.chat_session import ChatSession
 
@@ -51,6 +53,8 @@ class Replayed:
     sent: int = 0  # ... of which the window really carried it
     in_profile: int = 0  # questions whose profile block names the current value
     in_recall: int = 0  # questions whose recall block quotes the user's words that hold the current value
+    in_summary: int = 0  # requests that sent the summary block
+    everything_fits: int = 0  # requests whose room holds every part in full (set by ``replay_chosen``)
 
 
 @lru_cache(maxsize=1)
@@ -75,9 +79,13 @@ BLOCKS = ("profile", "summary", "recall", "window")  # what shares the room; the
 
 def replay_shares(shares: Shares, budget: int) -> Replayed:
     """Assemble each recorded question's request again under ``budget`` and ``shares``; count evidence."""
-    hits, stale, used, missed, fits, sent, in_profile, in_recall = 0, 0, [], [], 0, 0, 0, 0
-    recorded = recorded_questions()
-    for probe, inputs in recorded:
+    return _replay([(probe, inputs, shares) for probe, inputs in recorded_questions()], budget)
+
+
+def _replay(requests: list[tuple], budget: int) -> Replayed:
+    """Count the evidence in each (probe, inputs, shares) request assembled again under ``budget``."""
+    hits, stale, used, missed, fits, sent, in_profile, in_recall, in_summary = 0, 0, [], [], 0, 0, 0, 0, 0
+    for probe, inputs, shares in requests:
         assembly = assemble_context(
             inputs["system_prompt"], inputs["window"], inputs["question"], budget=budget,
             fixed=inputs["fixed"], shares=shares, profile_lines=inputs["profile_lines"],
@@ -99,5 +107,35 @@ def replay_shares(shares: Shares, budget: int) -> Replayed:
         if newest is not None and sum(map(tokens.count_message, newest)) <= room:
             fits += 1
             sent += bool(assembly.report.part("window").included)  # the window keeps the newest turns first
-    return Replayed(hits, len(recorded), stale, sum(used) / max(len(used), 1), missed, fits, sent,
-                    in_profile, in_recall)
+        in_summary += bool(assembly.report.part("summary").included)
+    return Replayed(hits, len(requests), stale, sum(used) / max(len(used), 1), missed, fits, sent,
+                    in_profile, in_recall, in_summary)
+
+
+def needs_of(inputs: dict, budget: int) -> tuple[int, dict[str, int]]:
+    """The room a recorded request has under ``budget`` and the tokens each part would use in full.
+
+    ``needs``: the whole profile block, the whole summary block, every recalled quote, and the newest turn
+    of the window (what the window must carry for a follow-up to make sense).
+    """
+    count = tokens.count_message
+    _, _, head, tail = fixed_parts(inputs["system_prompt"], inputs["question"], budget, inputs["fixed"], count)
+    room = budget - sum(part.tokens for part in head + tail)
+    _, profile = fit_profile(inputs["profile_lines"], None, count)
+    _, summary = fit_summary(inputs["summary"], None, None, count, [])
+    _, recall = fit_recall(inputs["recalled"], None, None, count)
+    newest = inputs["window"][-1][1] if inputs["window"] else []
+    return room, {"profile": profile.tokens, "summary": summary.tokens, "recall": recall.tokens,
+                  "window": sum(map(count, newest))}
+
+
+def replay_chosen(choose: Callable[[int, dict], Shares], budget: int) -> Replayed:
+    """Like ``replay_shares``, with each request's shares chosen by ``choose(room, needs)`` (see ``needs_of``)."""
+    requests, everything_fits = [], 0
+    for probe, inputs in recorded_questions():
+        room, needs = needs_of(inputs, budget)
+        everything_fits += sum(needs.values()) <= room
+        requests.append((probe, inputs, choose(room, dict(needs))))
+    result = _replay(requests, budget)
+    result.everything_fits = everything_fits
+    return result
