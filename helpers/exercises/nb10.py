@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from helpers.exercises import Exercise, Hint
 from helpers.facts.fact_store import ACTIVE, CONFLICT, INELIGIBLE, SUPERSEDED, Provenance, StoredFact
-from helpers.facts.writer import (CORRECTION, DEFAULT_ATTRIBUTES, INSERT, NOOP, REJECTED, AttributeSpec, Candidate,
+from helpers.facts.writer import (CORRECTION, INSERT, NOOP, REJECTED, AttributeSpec, Candidate,
                                   FactMemory, Plan, check_candidate, decide, last_version, normalise_text)
 
 STUDENT = "sam"
@@ -36,7 +36,9 @@ ATTRIBUTES: dict[str, AttributeSpec] = {spec.name: spec for spec in (
     AttributeSpec("room", description="the student's room in a residence hall"),
     AttributeSpec("class_time", allowed=frozenset({"morning", "afternoon", "evening"}), phrases=_times(),
                   description="when the student prefers classes"),
-    DEFAULT_ATTRIBUTES["preferred_contact"],
+    AttributeSpec("preferred_contact", allowed=frozenset({"email", "sms", "phone"}),
+                  phrases={"mail": "email", "text": "sms", "texts": "sms", "text message": "sms", "call": "phone",
+                           "phone call": "phone"}, description="how the student wants to be contacted"),
     AttributeSpec("course", multi_valued=True, description="a course the student takes (many allowed)"),
     AttributeSpec("meal_plan", description="the student's meal plan"),
     AttributeSpec("locker", description="the student's locker number"),
