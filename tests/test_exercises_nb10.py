@@ -370,3 +370,19 @@ def test_checks_never_ask_the_notebooks_backend(monkeypatch):
             assert quiet_check(exercise, *defined(exercise, exercise.solution_code))[0]
     finally:
         client_module.reset_default()
+
+
+def test_the_checks_keep_the_students_attributes_the_notebook_defines():
+    """The notebook's STUDENT table (section 2) and the checks' ATTRIBUTES describe Sam the same way."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "10_durable_memory.ipynb"
+    cell = next("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                if c["cell_type"] == "code" and "STUDENT = {" in "".join(c["source"]))
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(cell, "<notebook 10, section 2>", "exec"), namespace)  # noqa: S102 - the notebook's own cell
+    assert namespace["STUDENT"] and {name: ATTRIBUTES[name] for name in namespace["STUDENT"]} == namespace["STUDENT"]
