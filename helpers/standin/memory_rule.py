@@ -497,7 +497,7 @@ def _topic_head(item: _Said) -> str | None:
     topics = _statement_topics(item)
     if not topics:
         return None
-    words = [stem(w) for w in _TERMS.findall(re.split(r"\b(?:in|at|on|of|for|from|with)\b", topics[0])[0])
+    words = [stem(w) for w in _TERMS.findall(re.split(r"\b(?:in|at|on|of|for|from|with)\b", topics[0].lower())[0])
              if w not in STOP and w not in GENERIC]
     return words[-1] if words else None
 
@@ -684,7 +684,8 @@ _OTHER_DOES = re.compile(r"\b(?:does|do|did|will) (?i:my (?:[\w'-]+ ){1,3}?|our 
                          r"\b(?i:does|did|will) (?:[A-Z][a-z'-]+) (?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?"
                          r"\b(?=[^?]*\?)")  # "where does my sister work?", "what does Lena study?"
 # "my doctor switched me", "our tutor moved us": the one who made a change, acting on the user
-_AGENT = re.compile(r"\s+(?:has |had |just |have )?(?:\w+ed|put|set|swapped|moved|got|made|told) (?:me|us)\b", re.I)
+_AGENT = re.compile(r"(?:my|our) [a-z][\w-]*(?: [a-z][\w-]*)?\s+(?:has |had |just |have )?"
+                    r"(?:\w+ed|put|set|swapped|moved|got|made|told) (?:me|us)\b", re.I)
 _RANGE = re.compile(r"\b(?:until|till|through|to)\s+\w|\d\s*(?:-|–|—)\s*\d|\bbetween\b", re.I)
 
 
@@ -792,9 +793,9 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
             words.append(word)
         if not words or words[-1] in GENERIC:
             continue
-        if asked.kind == "person" and shared_stems({stem(words[-1])}, PEOPLE):
-            continue  # the person who now does it
-        if _AGENT.match(item.text[m.start() + 3 + len(" ".join(words)):]):
+        if asked.kind == "person" and shared_stems({stem(w) for w in words}, PEOPLE):
+            continue  # the person who now does it: "my brother Piotr"
+        if _AGENT.match(item.text[m.start():]):
             continue  # "my doctor switched me ...": who changed it, not what changed
         phrases.append(" ".join(words))
     if not phrases:
