@@ -975,16 +975,3 @@ def test_resolve_refuses_text_no_database_can_store(memory, field):
         memory.resolve(args["user_id"], "user", "shipping_address", "12 Elm Street",
                        reviewer=args["reviewer"], note=args["note"])
     assert len(memory.conflicts("u1")) == 2
-
-
-@pytest.mark.parametrize("when", ["2026-12-02T15:30:00+01:00",    # a Wednesday
-                                  "2027-06-13T23:59:00-07:00"])   # a Sunday
-def test_notebook_10_exercise_checks_do_not_depend_on_the_day(monkeypatch, when, capsys):
-    from helpers.exercises.nb10 import exercise_1, exercise_2
-    from helpers.facts.writer import AttributeSpec
-
-    monkeypatch.setenv("WORKSHOP_NOW", when)
-    assert not exercise_1.check({})
-    assert exercise_1.check({"first thing": "morning", "after dinner": "evening"})
-    assert not exercise_2.check(AttributeSpec("gift_recipient"))
-    assert exercise_2.check(AttributeSpec("gift_recipient", multi_valued=True, words={"sis": "sister"}))
