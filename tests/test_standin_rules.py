@@ -33,6 +33,7 @@ ONLY_THIS_RULE = {
     "floor_before": ("on the fifth floor", [("floor", 5)]),
     "floor_after": ("on floor 5", [("floor", 5)]),
     "room": ("in room 2b", [("room", ("2B", "2B"))]),
+    "room_dotted": ("in room 2.14", [("room", ("2.14", "2.14"))]),
     "day_range": ("open monday to friday", [("day", frozenset(range(5)))]),
     "weekdays": ("open on weekdays", [("day", frozenset(range(5)))]),
     "weekends": ("open at weekends", [("day", frozenset({5, 6}))]),

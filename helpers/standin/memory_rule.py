@@ -623,9 +623,29 @@ def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage:
     specific = asked.kind in ("person", "name_of", "number", "time", "place")
     if item.kind in ("profile", "note") and coverage == 1 and bool(topics):
         return True
+    if _defines(asked, item):
+        return True
     if not specific and ((coverage == 1 and bool(topics)) or (defined and asked.how != "weak")):
         return True
     return _supplies(asked.kind, item.text, asked.core)
+
+
+_ATTRIBUTE_VALUE = re.compile(r"\s*(?:\w+ly |still |now |also )*(?:on|in|at|from|by|until|till|every|each|near|"
+                              r"inside|outside|for|with|during|after|before)\b", re.I)
+
+
+def _defines(asked: Asked, item: _Said) -> bool:
+    """Is the statement "my X is Y" with X every word asked about and Y the thing itself, not one attribute of
+    it? "my locker code is 4471" defines it; "my swimming lessons are on Wednesdays" gives their day, and
+    "my grandmother's birthday is on 3 March" her birthday's date, nothing else."""
+    if item.kind not in ("said", "quote") or not asked.topic:
+        return False
+    for m in _MY_TOPIC.finditer(item.text):
+        about = content_stems(m.group(1))
+        if len(shared_stems(asked.topic, about)) == len(asked.topic) and \
+                not _ATTRIBUTE_VALUE.match(item.text[m.end():]):
+            return True
+    return False
 
 
 def _same_kind_of_attribute(asked: Asked, item: _Said) -> bool:
@@ -793,8 +813,9 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
             words.append(word)
         if not words or words[-1] in GENERIC:
             continue
-        if asked.kind == "person" and shared_stems({stem(w) for w in words}, PEOPLE):
-            continue  # the person who now does it: "my brother Piotr"
+        said_of = {stem(w) for w in words}
+        if asked.kind == "person" and shared_stems(said_of, PEOPLE) and not shared_stems(said_of, asked.topic):
+            continue  # the person who now does it: "my brother Piotr" (but "my language partner" is a partner)
         if _AGENT.match(item.text[m.start():]):
             continue  # "my doctor switched me ...": who changed it, not what changed
         phrases.append(" ".join(words))
