@@ -105,7 +105,7 @@ _STRONG = re.compile(r"\b(?:what|who|where|when|which|how)(?: \w+){0,2}?(?:'s|'r
 _MODAL = re.compile(r"\b(?:can|could|should|may|might|must|shall) i\b|\bdo i (?:need|have) to\b|\bif i\b",
                     re.I)
 # "where do I live?", "what car do I drive?": a question about the user's own life, not a campus task
-_DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: [a-z]+){0,2} do i (?:\w+ly |still |now |often |"
+_DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: (?:kind|sort|type) of)?(?: [a-z]+){0,2} do i (?:\w+ly |still |now |often |"
                    r"normally )*(?P<verb>[a-z]+)(?: to [a-z]+)?(?P<rest>[^?.!]*)", re.I)
 # "print a poster", "hand in a wallet": a task with an object
 _OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:a|an|the|my|your|some|this|that|"
@@ -338,10 +338,15 @@ def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
     """Does a first-person question ask about a thing of the user's that they told of -- "my X" is what the
     question is about (not what the user does with it: "where do I print my poster?" is a task) and a
     statement of theirs is about the same head noun ("my tutorial is in room 2.14", a profile line)?"""
-    if not asked.head or asked.subject_is_user or asked.owner or _MODAL.search(question):
+    if asked.subject_is_user or asked.owner or _MODAL.search(question):
         return False
-    return any(item.kind != "note" and (head := _topic_head(item)) is not None and same_stem(head, asked.head)
-               for item in evidence)
+    heads = {asked.head} if asked.head else set()
+    for m in re.finditer(r"\b(?:my|our|the) ((?:[a-z][\w-]* ){0,3}?[a-z][\w-]*)\s*(?=$|[?.!,]|\b(?:in|on|at|is|are|"
+                         r"for|start|starts|finish|end|meet|meets)\b)", question.lower()):
+        heads.add(stem(m.group(1).split()[-1]))  # "who teaches my tutorial?", "which room is the group meeting in?"
+    heads -= set(GENERIC) | set(STOP)
+    return any(item.kind != "note" and (head := _topic_head(item)) is not None and
+               any(same_stem(head, h) for h in heads) for item in evidence)
 
 
 def _personal(question: str) -> bool:
@@ -770,8 +775,8 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
         return 0, coverage
     if asked.kind == "name":
         return _name_level(item), coverage
-    if _only_gives_the_name(item, shared):
-        return 0, coverage
+    if _only_gives_the_name(item, shared) or (item.kind == "profile" and item.text.startswith("my name is ")):
+        return 0, coverage  # the user's own name answers no other question ("what's my sister's name?")
     topics = [_without_generic(t) for t in _statement_topics(item)]
     topic_similarity = _topic_similarity(asked, topics)
     same_kind = _same_kind_of_attribute(asked, item)
@@ -879,7 +884,7 @@ def _about_user(messages: list[dict]) -> str | None:
     evidence = _evidence(messages[:-1], " ".join(str(messages[-1].get("name") or "").split()))
     if asked.how == "third" and _someone_they_told_of(question, evidence):
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
-    if asked.how == "weak" and _told_of_it(asked, question, evidence):
+    if asked.how in ("weak", "third") and _told_of_it(asked, question, evidence):
         asked.how = "strong"  # "who teaches my tutorial?" after "my tutorial is in room 2.14": their own thing
     question_stems = content_stems(question)
     scores = similarity(asked.core or question, [item.text for item in evidence]) if evidence else []
