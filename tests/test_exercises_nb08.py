@@ -1,5 +1,6 @@
 """Notebook 08's exercise checks: plausible wrong pin checks and wrong pins each get the hint a learner needs,
 independently written right answers pass, and no verdict depends on the day it runs."""
+import json
 from pathlib import Path
 
 import pytest
@@ -187,11 +188,13 @@ def test_a_right_pin_rule_passes_and_keeps_both_facts(name):
 
 
 def test_the_pin_rule_is_judged_on_sentences_the_notebook_never_shows():
-    notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "08_budgets_and_summaries.ipynb").read_text()
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "08_budgets_and_summaries.ipynb"
+    notebook = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])  # what it shows
     cases = pin_cases()
     kinds = {category for category, _, _ in cases}
     assert {"fact-middle", "fact-lower", "fact-contraction", "fact-me", "question", "assistant"} <= kinds
-    assert sum(sentence in notebook for _, _, sentence in cases) <= 3  # "Hi!", "Thanks a lot." and the like
+    shown = {sentence for _, _, sentence in cases if sentence in notebook}
+    assert all(len(sentence.split()) <= 2 for sentence in shown), shown  # a greeting such as "Hi!" at most
 
 
 def test_the_solution_pins_the_students_statements_and_nothing_else():

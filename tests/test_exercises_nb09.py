@@ -278,3 +278,86 @@ def test_the_generated_ranking_cases_hold_questions_and_ties_are_exact():
     assert any(is_question(text) for _, _, turns, _, _ in cases for _, text, _ in turns)
     assert all(len({v for _, _, v in turns}) == len(turns) for _, _, turns, _, _ in cases)
     assert any(len(turns) > k for _, _, turns, k, _ in cases) and any(len(turns) < k for _, _, turns, k, _ in cases)
+
+
+# ---------------------------------------------------------------- exercise 4: facts that may be outdated
+
+from helpers.exercises.nb09 import exercise_4, stale_cases  # noqa: E402
+
+_STALE_HEAD = "def stale_facts(facts, now, stale_after):\n"
+WRONG_STALENESS = {  # name: (the cell, the hint it must get)
+    "the stub": (exercise_4.stub, "longer than stale_after: it is stale"),
+    "exactly the horizon counted as stale": (_STALE_HEAD + (
+        "    return [f for f in facts if now - datetime.fromisoformat(f.recorded_at) >= stale_after]\n"),
+        "exactly stale_after is still fresh"),
+    "whole days compared": (_STALE_HEAD + (
+        "    return [f for f in facts if (now - datetime.fromisoformat(f.recorded_at)).days > stale_after.days]\n"),
+        "the hours count"),
+    "a fixed 90 days": (_STALE_HEAD + (
+        "    return [f for f in facts if now - datetime.fromisoformat(f.recorded_at) > timedelta(days=90)]\n"),
+        "not a fixed 90 days"),
+    "dates without their time": (_STALE_HEAD + (
+        "    from datetime import date\n"
+        "    return [f for f in facts if now.date() - date.fromisoformat(f.recorded_at[:10]) > stale_after]\n"),
+        "a date alone"),
+    "the offset thrown away": (_STALE_HEAD + (
+        "    return [f for f in facts\n"
+        "            if now.replace(tzinfo=None) - datetime.fromisoformat(f.recorded_at[:19]) > stale_after]\n"),
+        "once its time and UTC offset count"),
+    "the fresh ones returned": (_STALE_HEAD + (
+        "    return [f for f in facts if now - datetime.fromisoformat(f.recorded_at) <= stale_after]\n"),
+        "These are the facts still fresh"),
+    "labels, not facts": (_STALE_HEAD + (
+        "    return [f.label for f in facts if now - datetime.fromisoformat(f.recorded_at) > stale_after]\n"),
+        "return a list of the facts themselves"),
+    "sorted oldest first": (_STALE_HEAD + (
+        "    old = [f for f in facts if now - datetime.fromisoformat(f.recorded_at) > stale_after]\n"
+        "    return sorted(old, key=lambda f: datetime.fromisoformat(f.recorded_at))\n"),
+        "in another order"),
+}
+RIGHT_STALENESS = {
+    "the solution": exercise_4.solution_code,
+    "the fact's own age": _STALE_HEAD + "    return [fact for fact in facts if fact.age(now) > stale_after]\n",
+    "seconds in UTC, in a loop": ("from datetime import timezone\n\n" + _STALE_HEAD + (
+        "    limit = stale_after.total_seconds()\n"
+        "    found = []\n"
+        "    for fact in facts:\n"
+        "        said = datetime.fromisoformat(fact.recorded_at).astimezone(timezone.utc)\n"
+        "        if (now.astimezone(timezone.utc) - said).total_seconds() > limit:\n"
+        "            found.append(fact)\n"
+        "    return found\n")),
+    "the cut-off time first": _STALE_HEAD + (
+        "    cutoff = now - stale_after\n"
+        "    return [f for f in facts if datetime.fromisoformat(f.recorded_at) < cutoff]\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_STALENESS))
+def test_a_wrong_staleness_test_gets_its_specific_hint(name):
+    code, hint = WRONG_STALENESS[name]
+    passed, said = run(exercise_4, code)
+    assert not passed and said.startswith("✗") and hint in said, said
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_STALENESS))
+def test_a_right_staleness_test_passes(name):
+    passed, said = run(exercise_4, RIGHT_STALENESS[name])
+    assert passed and said.startswith("✓"), said
+
+
+def test_the_staleness_cases_hold_every_trap():
+    cases = stale_cases()
+    ages = [(fact.age(now), stale_after) for facts, now, stale_after in cases for fact in facts]
+    assert any(age == horizon for age, horizon in ages)  # exactly the horizon: still fresh
+    assert any(age > horizon and age.days == horizon.days for age, horizon in ages)  # stale by hours
+    assert len({horizon for _, horizon in ages}) >= 3
+    assert any(fact.recorded_at[-6:] != now.isoformat()[-6:] for facts, now, _ in cases for fact in facts)
+
+
+def test_the_staleness_reference_is_the_profiles_own_rule():
+    from helpers.memory.profile import ProfileMemory
+    for facts, now, stale_after in stale_cases():
+        profile = ProfileMemory(user_id="u", stale_after=stale_after)
+        namespace = dict(exercise_4.context())
+        exec(exercise_4.solution_code, namespace)  # noqa: S102 - the package's own solution
+        assert namespace["stale_facts"](facts, now, stale_after) == [f for f in facts if profile.is_stale(f, now)]

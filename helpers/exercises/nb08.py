@@ -206,7 +206,7 @@ _THINGS = (("budget", "80 dollars"), ("advisor", "Dr. Okafor"), ("locker number"
 # (category, role, template): what each sentence is, and who says it. The "fact" categories must be pinned.
 _TEMPLATES = (
     ("fact", "user", "I study {subject}."), ("fact", "user", "My {thing} is {value}."),
-    ("fact", "user", "I work late shifts on {time}."), ("fact", "user", "I live in {place}."),
+    ("fact", "user", "I work night shifts on {time}."), ("fact", "user", "I live in {place}."),
     ("fact-contraction", "user", "I'm allergic to {food}."),
     ("fact-contraction", "user", "I've got no class on {time}."),
     ("fact-contraction", "user", "I'm a vegetarian."),

@@ -1,15 +1,17 @@
-"""Exercises of notebook 09: the budget split written by hand, and a correction the memory gets right.
+"""Exercises of notebook 09: the budget split by hand, a correction, ranking by meaning, and staleness.
 
 The first check calls the learner's function on worked and generated token counts (no model, no server).
 The second runs the learner's sentence through the whole memory on the offline stand-in (its embeddings are
 the local MiniLM model, its answers documented rules), in a few generated conversations, whatever backend the
-notebook uses. Neither passes in a date or time: the same verdict on any backend and on any day.
+notebook uses. The fourth passes its own dates (generated from a seed) and never reads the clock for a
+verdict: the same verdict on any backend and on any day.
 """
 from __future__ import annotations
 
 import math
 import random
 import re
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -17,7 +19,8 @@ from helpers.llm.client import chat
 from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
 from helpers.memory.assembler import MemoryAssembler
-from helpers.memory.profile import ProfileMemory
+from helpers.core import clock
+from helpers.memory.profile import ProfileFact, ProfileMemory
 from helpers.memory.recall import is_question
 from helpers.memory.recall_index import RecallIndex
 from helpers.chat.chat_session import SESSION_SYSTEM_PROMPT
@@ -393,4 +396,124 @@ exercise_3 = Exercise(
     hints=("Score each past turn against the question, then sort: which turn should come first?",
            "Cosine is the dot product divided by both lengths; a zero vector gets 0. Skip is_question(text).",
            "Sort by (-similarity, -turn_id) and keep the first k ids."),
+)
+
+
+# ---------------------------------------------------------------- exercise 4: facts that may be outdated
+
+def _fact(label: str, value: str, turn_id: int, recorded_at: datetime) -> ProfileFact:
+    key, _, topic = label.partition("/")
+    return ProfileFact(key, topic or key, value, turn_id, recorded_at.isoformat())
+
+
+_ZONES = tuple(timezone(timedelta(hours=h)) for h in (-8, -5, 0, 1, 5.5, 9, 13))
+_VALUES = (("name", "Priya Raman"), ("constraint/diet", "vegetarian"), ("advisor", "Dr. Okafor"),
+           ("locker number", "4471"), ("preference/stop", "the south gate shuttle stop"), ("dorm", "Birch Hall"))
+
+
+def stale_cases(seed: int = 9, n: int = 30) -> list[tuple[list[ProfileFact], datetime, timedelta]]:
+    """(facts, now, stale_after): ages around the horizon, times written in other UTC offsets than now's."""
+    rng, cases = random.Random(seed), []
+    for _ in range(n):
+        stale_after = timedelta(days=rng.choice([90, 90, 30, 7, 180]))
+        now = datetime(2027, rng.randint(1, 12), rng.randint(1, 28), rng.randint(0, 23), rng.choice([0, 30]),
+                       tzinfo=rng.choice(_ZONES))
+        ages = [stale_after + timedelta(hours=rng.choice([-20, -3, 3, 5, 20])), stale_after * rng.choice([0.2, 2]),
+                rng.choice([stale_after, timedelta(hours=2)])]
+        rng.shuffle(ages)
+        facts = [_fact(label, value, turn_id, (now - age).astimezone(rng.choice(_ZONES)))
+                 for turn_id, ((label, value), age) in enumerate(zip(rng.sample(_VALUES, len(ages)), ages))]
+        cases.append((facts, now, stale_after))
+    return cases
+
+
+def _stale(facts, now, stale_after) -> list[ProfileFact]:
+    """The package's rule (``ProfileMemory.is_stale``): last stated longer than ``stale_after`` before now."""
+    return [fact for fact in facts if fact.age(now) > stale_after]
+
+
+def _age(fact: ProfileFact, now: datetime) -> str:
+    age = fact.age(now)
+    return f"{age.days} days {age.seconds // 3600} hours" if age.seconds else f"{age.days} days"
+
+
+_WRONG_RULES = (  # (a plausible wrong rule on (age, stale_after), its hint): found when it explains every answer
+    (lambda age, limit: age >= limit, "{label} is exactly {limit} days old: stale means longer than stale_after, "
+                                      "so exactly stale_after is still fresh."),
+    (lambda age, limit: age <= limit, "These are the facts still fresh: return the ones older than stale_after."),
+    (lambda age, limit: age > timedelta(days=90), "Use stale_after ({limit} days here), not a fixed 90 days."),
+    (lambda age, limit: age.days > limit.days, "{label} is {age} old, longer than {limit} days: the hours count. "
+                                               "Compare whole timedeltas, not .days."),
+)
+
+
+def _stale_hint(answers: list, cases: list) -> str:
+    """The hint for the learner's answers: the wrong rule that explains all of them, else the first wrong fact."""
+    wrong = [(got, case) for got, case in zip(answers, cases) if got != _stale(*case)]
+    got, (facts, now, stale_after) = wrong[0]
+    want = _stale(facts, now, stale_after)
+    fact = ([f for f in got if f not in want] + [f for f in want if f not in got])[0]
+    shown = (f"now={now.isoformat()}, stale_after={stale_after.days} days, facts recorded at "
+             f"{[f.recorded_at for f in facts]}: you returned {[f.label for f in got]}. ")
+    fill = dict(label=fact.label, age=_age(fact, now), limit=stale_after.days)
+    for test, hint in _WRONG_RULES:
+        if all(got == [f for f in facts if test(f.age(now), limit)] for got, (facts, now, limit) in wrong):
+            return shown + hint.format(**fill)
+    if abs(fact.age(now) - stale_after) < timedelta(days=1):
+        return shown + ("{label} is {age} old: {side} than {limit} days once its time and UTC offset count. Parse "
+                        "recorded_at with datetime.fromisoformat (it keeps the offset) and subtract it from now; a "
+                        "date alone, or a time without its offset, is not enough.").format(
+                            side="longer" if fact in want else "no longer", **fill)
+    if fact in got:
+        return shown + "{label} is only {age} old: it is not stale. Age is now minus recorded_at.".format(**fill)
+    return shown + ("{label} was last stated {age} before now, longer than stale_after: it is stale. Its age is "
+                    "now - datetime.fromisoformat(fact.recorded_at).").format(**fill)
+
+
+def _check_stale(stale_facts) -> str:
+    if not callable(stale_facts):
+        raise Hint("stale_facts must be a function: def stale_facts(facts, now, stale_after): ...")
+    cases, answers = stale_cases(), []
+    for facts, now, stale_after in cases:
+        got = stale_facts(list(facts), now, stale_after)
+        if not isinstance(got, (list, tuple)) or not all(isinstance(f, ProfileFact) for f in got):
+            raise Hint(f"stale_facts returned {got!r:.90}; return a list of the facts themselves (ProfileFact), "
+                       "not their labels or dates.")
+        answers.append(list(got))
+    wants = [_stale(*case) for case in cases]
+    if answers != wants:
+        if all(sorted(map(id, got)) == sorted(map(id, want)) for got, want in zip(answers, wants)):
+            raise Hint("You found the right facts, in another order: keep the order of facts.")
+        raise Hint(_stale_hint(answers, cases))
+    profile = ProfileMemory(user_id="priya", extractor="rules")
+    profile.update(0, "My name is Priya Raman. I'm vegetarian.")
+    now = clock.now() + timedelta(days=100)  # the facts were stated just now: a hundred days on, both are stale
+    mine = stale_facts(list(profile.facts.values()), now, profile.stale_after)
+    marked = [line for line in profile.lines(now=now) if "possibly outdated" in line]
+    if len(mine) != len(marked):
+        raise Hint(f"A hundred days on, the profile marks {len(marked)} facts outdated and you return {len(mine)}.")
+    stale = sum(map(len, wants))
+    return (f"stale_facts agrees with the profile's rule on {len(cases)} generated profiles ({stale} stale facts, "
+            f"ages within hours of the horizon, times in other UTC offsets). A hundred days on it finds the "
+            f"{len(marked)} facts that profile.lines() marks 'possibly outdated'.")
+
+
+STALE_STUB = '''def stale_facts(facts, now, stale_after):
+    """The facts last stated longer than stale_after before now, in the order of facts.
+
+    facts: ProfileFact objects, each with .recorded_at (an ISO 8601 text with its UTC offset);
+    now: a datetime with its offset; stale_after: a timedelta."""
+    return []  # marks nothing outdated yet'''
+STALE_SOLUTION = '''def stale_facts(facts, now, stale_after):
+    """The facts last stated longer than stale_after before now, in the order of facts."""
+    return [fact for fact in facts
+            if now - datetime.fromisoformat(fact.recorded_at) > stale_after]  # the offsets are part of each time'''
+
+exercise_4 = Exercise(
+    "09.4", "facts that may be outdated", stub=STALE_STUB, solution_code=STALE_SOLUTION,
+    checker=_check_stale, answers=("stale_facts",),
+    context=lambda: {"datetime": datetime, "timedelta": timedelta},
+    hints=("A fact's age is now minus the time it was last stated. When is that too old?",
+           "datetime.fromisoformat(fact.recorded_at) keeps the UTC offset, so subtracting it from now is exact.",
+           "Keep a fact when its age > stale_after: a timedelta compared with a timedelta, hours included."),
 )

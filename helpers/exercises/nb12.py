@@ -129,8 +129,8 @@ SHARES_SOLUTION = '''def choose_shares(room, needs):
 exercise_1 = Exercise(
     "12.1", "shares for a tighter budget", stub=SHARES_STUB, solution_code=SHARES_SOLUTION,
     checker=_check_shares, answers=("choose_shares",), context=lambda: {"Shares": Shares},
-    hints=("Run the check: at 950 tokens, which layer do the default shares leave out? Print needs_of(...) for "
-           "one request to see the sizes.",
+    hints=("Run the check: at 950 tokens, which layer do the default shares leave out? Print room and needs "
+           "inside your function to see the sizes.",
            "Work in tokens, then divide by room. Take the newest turn's tokens off first; give the profile what it "
            "needs up to a part of the rest, recall the rest after that, and the summary only what recall leaves.",
            "A share of 0 switches a layer off, and three shares that add up to 1 leave the window nothing. Caps "
