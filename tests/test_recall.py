@@ -169,9 +169,10 @@ def test_recency_term_lifts_the_newer_of_two_close_statements():
     for turn_id in range(1, 20):
         index.add(turn_id, turn(f"Campus note number {turn_id} about the library."))
     index.add(20, turn("My locker number is 5502."))
-    found = index.search("What's my locker number?", k=2)
-    assert [item.turn_id for item in found] == [20, 0]
-    assert found[0].score > found[1].score
+    found = index.search("What's my locker number?", k=3)  # a note beside turn 20 may come as its context
+    ids = [item.turn_id for item in found]
+    assert ids[0] == 20 and 0 in ids
+    assert found[0].score > found[ids.index(0)].score
 
 
 def test_restatements_are_merged_into_the_newest_with_a_count():

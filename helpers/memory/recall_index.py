@@ -15,9 +15,12 @@ cannot make a short greeting match every question about that speaker.
 
 ``search(question, exclude=window_ids, k=...)`` returns up to k past turns *not* in the window. Each
 side of a turn is a line ranked twice -- by meaning (``rank``: best piece plus recency, at least
-``min_score``) and by words (BM25 over the quoted lines, ``_Lexical``, in Python for now) -- and the
-two rankings are fused by reciprocal rank (``RRF_K``, ``LEXICAL_WEIGHT``; a line that shares a word
-with the question may score up to ``LEXICAL_SLACK`` below ``min_score``). A turn is quoted by the
+``min_score``) and by words (BM25 over the quoted lines' ``helpers.core.words.terms``: stop words left
+out, word forms folded, ``_Lexical``, in Python for now) -- and the two rankings are fused by reciprocal
+rank (``RRF_K``, ``LEXICAL_WEIGHT``; a line that shares a word with the question may score up to
+``LEXICAL_SLACK`` below ``min_score``). A line said the same day beside a match, up to two lines away,
+gains part of its score (``CONTEXT_WEIGHTS``): the question a statement answers, or what was said next
+about it, comes with it. A turn is quoted by the
 sides that matched; a tool answer (scoring ``ANSWER_PENALTY`` lower, so long replies do not crowd
 statements out) with the whole turn. ``MemoryAssembler`` asks for as many turns as the recall block's
 share of the budget can hold, and ``fit_recall`` takes them until it is full. Restatements merge
@@ -47,6 +50,8 @@ from helpers.retrieval import embeddings  # the module: embeddings.embed_texts i
 from helpers.llm.client import get_client, get_settings
 from helpers.retrieval.embedding_backend import embedding_client
 from helpers.core.errors import ConfigError, WorkshopWarning
+from helpers.core.words import terms
+from helpers.core.context_format import read_turn_day
 import math
 import re
 
@@ -57,6 +62,7 @@ from helpers.memory.recall import (Recalled, assistant_statements, clip, is_subs
 DEFAULT_K = 3
 DEFAULT_MIN_SCORE = 0.30  # the knowledge base uses the same threshold for this model
 ANSWER_PENALTY = 0.05  # a tool answer piece scores this much lower than a user statement
+ANSWER_LEXICAL = 0.5  # ... and its BM25 score is multiplied by this
 MERGE_POOL = 16  # repeats are looked for among the best k x this many turns
 EMBED_CHARS = 1000  # MiniLM reads 256 tokens; longer pieces are cut here, before embedding, not by the model
 MAX_PIECES = 12  # sentences embedded per turn (a huge message is not embedded sentence by sentence forever)
@@ -65,13 +71,17 @@ MAX_K = 200  # at most this many turns are handed over by one search, whatever t
 # + LEXICAL_WEIGHT/(RRF_K + its rank by BM25); a line that shares a word the question names may score
 # LEXICAL_SLACK below min_score and still be found.
 RRF_K = 10
-LEXICAL_WEIGHT = 1.0
+LEXICAL_WEIGHT = 1.3
 LEXICAL_SLACK = 0.15
-BM25_K1, BM25_B = 1.2, 0.75
+BM25_K1, BM25_B = 1.2, 0.4
+# A line beside a match is likely part of the same exchange (the question a statement answers, the next
+# thing said about it): a line gains CONTEXT_WEIGHTS[d-1] x the best fused score of the lines d away from it
+# (d = 1, 2: the other side of its turn, the sides of the turns around it) when they were said the same day.
+# Chosen on LoCoMo's tuning half.
+CONTEXT_WEIGHTS = (0.4, 0.4)
 MERGE_PEERS = 4  # a line is compared with at most this many earlier groups (found by its rarest words)
 MERGE_KEYS = 4  # ... the groups that hold one of its this many rarest words
 USER, ASSISTANT = 0, 1  # the two sides of a turn, ranked as lines of their own
-_WORD = re.compile(r"[a-z0-9']+")
 
 
 class RecallWarning(WorkshopWarning):
@@ -306,6 +316,8 @@ class RecallIndex:
         np.maximum.at(best, row_line, similarity)  # a line scores as its best piece
         dense = dict(zip(lines.tolist(), best.tolist()))
         lexical = self._lexical_index().scores(question)
+        for code in [c for c in lexical if c % 2 == ASSISTANT and self.answers.get(c // 2)]:
+            lexical[code] *= ANSWER_LEXICAL  # a tool's answer ranks lower by words too (long replies repeat words)
         self.last_scored = len(self._ids) + self._lexical_index().postings_read
         floor = self.min_score - LEXICAL_SLACK
 
@@ -319,8 +331,32 @@ class RecallIndex:
         fused = {code: 1.0 / (RRF_K + n) for n, code in enumerate(by_meaning, 1)}
         for n, code in enumerate(by_words, 1):
             fused[code] += LEXICAL_WEIGHT / (RRF_K + n)
+        fused = self._with_context(fused, excluded)
         order = sorted(fused, key=lambda c: (-round(fused[c], 9), -c))
         return self._merged([(code, fused[code]) for code in order], k)
+
+    def _with_context(self, fused: dict[int, float], excluded: set[int]) -> dict[int, float]:
+        """Each line's fused score plus, for each distance d, ``CONTEXT_WEIGHTS[d-1]`` x the better fused score of
+        the two lines d away in the same exchange (``_same_exchange``); a quoted line beside a match may enter on
+        that alone (never one in ``excluded``)."""
+        known = self._lexical_index().length  # every side of every quoted turn
+        out = dict(fused)
+        for code in {c + d for c in fused for n in range(len(CONTEXT_WEIGHTS)) for d in (-n - 1, n + 1)}:
+            if code not in known or code // 2 in excluded:
+                continue
+            gain = sum(w * max(fused.get(near, 0.0) if self._same_exchange(code, near) else 0.0
+                               for near in (code - d, code + d))
+                       for d, w in enumerate(CONTEXT_WEIGHTS, 1))
+            if gain:
+                out[code] = out.get(code, 0.0) + gain
+        return out
+
+    def _same_exchange(self, code: int, near: int) -> bool:
+        """Two lines are one exchange when their turns were said the same day (the day of each quote's tag);
+        a turn without a time is no one's context."""
+        days = self._lexical_index().days
+        day = days.get(code // 2)
+        return day is not None and day == days.get(near // 2)
 
     def _lexical_index(self) -> "_Lexical":
         if self._lexical is None:
@@ -453,15 +489,19 @@ class _Lexical:
         self.postings: dict[str, dict[int, int]] = {}  # word -> line code -> count
         self.length: dict[int, int] = {}  # line code -> words
         self.texts: dict[int, str] = {}
+        self.days: dict[int, str] = {}  # turn id -> the day its quote's tag gives (dated turns only)
         self.total = 0
         self.postings_read = 0
 
     def add(self, turn_id: int, quote: str) -> None:
+        day = read_turn_day(quote)
+        if day is not None:
+            self.days[turn_id] = day
         for side, text in side_lines(quote).items():
             code = turn_id * 2 + side
             if code in self.length:
                 continue
-            words = _WORD.findall(text.lower())
+            words = terms(text)
             self.texts[code], self.length[code] = text, len(words)
             self.total += len(words)
             for word in words:
@@ -472,7 +512,7 @@ class _Lexical:
         return self.texts.get(code, "")
 
     def words(self, code: int) -> set[str]:
-        return set(_WORD.findall(self.texts.get(code, "").lower()))
+        return set(terms(self.texts.get(code, "")))
 
     def rarest(self, code: int, n: int) -> list[str]:
         """The ``n`` words of a line found in the fewest lines (ties alphabetical)."""
@@ -486,7 +526,7 @@ class _Lexical:
             return {}
         average = self.total / lines or 1.0
         out: dict[int, float] = {}
-        for word in set(_WORD.findall(question.lower())):
+        for word in set(terms(question)):
             posting = self.postings.get(word)
             if not posting:
                 continue

@@ -1,0 +1,40 @@
+"""Words for matching by words (lexical recall's BM25): stop words, a rough English stem, the terms of a text.
+
+``terms`` is what a text is indexed and searched by: lower-cased words, the function words of English
+(``STOP_WORDS``) left out, each folded by ``stem`` ("races" and "racing" both become "rac"), so a question
+finds a line that says the same thing in another form of the word.
+"""
+from __future__ import annotations
+
+import re
+
+STOP_WORDS = frozenset("""a an the and or but nor so yet of to in on at by for with from into onto about over under
+after before since until than then as if because while though although is are was were be been being am do does
+did done doing have has had having i me my mine myself you your yours yourself he him his himself she her hers
+herself it its itself we us our ours ourselves they them their theirs themselves this that these those there here
+what which who whom whose when where why how all any both each few more most other some such no not only own same
+too very just also can could would should will shall may might must let s t d ll m re ve don didn doesn isn
+wasn aren weren won wouldn couldn shouldn hasn haven hadn""".split())
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def stem(word: str) -> str:
+    """A rough English stem: plural, -ing, -ed and -ly endings removed ("swimming" -> "swim")."""
+    w = word.lower().replace("\u2019", "'")
+    w = w[:-2] if w.endswith(("'s", "s'")) else w.rstrip("'")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    for suffix, keep in (("ing", 3), ("ed", 3), ("ly", 4), ("es", 3), ("s", 3)):
+        if w.endswith(suffix) and len(w) - len(suffix) >= keep and not w.endswith(("ss", "us", "is")):
+            if suffix == "es" and not w[:-2].endswith(("s", "x", "z", "ch", "sh")):
+                continue
+            w = w[: -len(suffix)]
+            if suffix in ("ing", "ed") and len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
+                w = w[:-1]  # "swimm" -> "swim", "planned" -> "plan"
+            break
+    return w
+
+
+def terms(text: str) -> list[str]:
+    """The words of ``text`` a lexical search matches on, in order: stop words left out, each ``stem``-med."""
+    return [stem(w) for w in _WORD.findall(str(text).lower()) if w not in STOP_WORDS]
