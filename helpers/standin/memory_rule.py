@@ -509,8 +509,8 @@ def _topic_head(item: _Said) -> str | None:
 
 def _other_owner(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     """"my sister's birthday" does not answer "when is my birthday?"; "my cousin lives in Leeds" does not say
-    where I live."""
-    for owner, owned in _POSSESSED.findall(item.text):
+    where I live. A question about "the christening" claims no owner, so another's does not rule it out."""
+    for owner, owned in (_POSSESSED.findall(item.text) if _FIRST_PERSON.search(asked.core) else []):
         owner_stem = stem(owner)
         about_asked = shared_stems({stem(owned)}, asked.topic)
         if (owner.lower() not in STOP and owner_stem not in GENERIC and about_asked
@@ -589,6 +589,29 @@ def _another_thing(topics: list[str], shared: set[str], topic_similarity: float)
     """A statement with a topic of its own that shares no word and is far in meaning (``TOPIC_SIMILARITY``):
     "my bike lock code" does not answer "what's my student number?"."""
     return bool(topics) and not shared and topic_similarity < TOPIC_SIMILARITY
+
+
+def _my_phrases(item: _Said) -> list[str]:
+    """Each "my X" of a statement with no "my X is ..." of its own, up to its first small or capitalised word:
+    "my brother" in "My brother Arlo turns nine", "my knee" in "physiotherapy for my knee"."""
+    if item.kind not in ("said", "quote"):
+        return []
+    phrases = []
+    for m in re.finditer(r"\b(?:[Mm]y|[Oo]ur) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)", item.text):
+        words = []
+        for word in m.group(1).split():
+            if word.lower() in STOP:
+                break
+            words.append(word)
+        if words and words[-1].lower() not in GENERIC:
+            phrases.append(" ".join(words))
+    return phrases
+
+
+def _unasked(asked: Asked, phrases: list[str]) -> list[str]:
+    """The phrases, or none when one of them names a word asked about ("my second year" for "what year of my
+    degree am I in?")."""
+    return [] if any(shared_stems(content_stems(p), asked.topic) for p in phrases) else phrases
 
 
 def _another_head(asked: Asked, item: _Said, topics: list[str]) -> bool:
@@ -780,7 +803,7 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
     topics = [_without_generic(t) for t in _statement_topics(item)]
     topic_similarity = _topic_similarity(asked, topics)
     same_kind = _same_kind_of_attribute(asked, item)
-    if ((_another_thing(topics, shared, topic_similarity) and not same_kind) or _another_head(asked, item, topics)
+    if ((_another_thing(topics, shared, topic_similarity) and not same_kind) or _another_head(asked, item, topics or _unasked(asked, _my_phrases(item)))
             or _another_kind_of_it(asked, item, topics, question_stems)
             or not _names_what_is_asked(asked, item, topics, coverage, topic_similarity)):
         return 0, coverage
@@ -858,6 +881,8 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     if changed and _supplies(asked.kind, item.text, asked.core) and (
             about_asked or (changed != {"number"} and max(near_old, near_question) >= CORRECTION_SIMILARITY)):
         return True
+    if _retracts(best, item, asked):
+        return True  # "I quit the food bank, I'm at the animal shelter now" for "I volunteer at the food bank"
     if near_question >= SAME_TOPIC and near_old >= CORRECTION_SIMILARITY and _supplies(asked.kind, item.text, asked.core):
         return True  # "my doctor switched me to insulin" for "what do I take for my diabetes?"
     return about_asked and near_old >= SAME_TOPIC
@@ -921,9 +946,22 @@ _CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|\s-\s|\s–\s|\s—\s|\bbut\b)\s*")  # 
 # what no longer holds: a negation, an ending, a past state ("Lena can't make it", "Dr Haddad left", "not the
 # sports hall", "Jun moved out", "it used to be in 204")
 _NO_LONGER = re.compile(r"\b(?:not|no longer|never|n't|anymore|any more|no more|stopped|quit|left|moved out|"
+                        r"retired|resigned|gave up|dropped out|"
                         r"cancel+ed|off|instead of|rather than|used to|was|were|previously|before|old)\b|n't\b", re.I)
 _ONLY_MARKER = re.compile(r"^\W*(?:(?:scratch that|no|wait|sorry|actually|correction|update|oh|ok|okay|well|"
                           r"so|hmm|i mean)\W*)+$", re.I)
+
+
+def _retracts(old: _Said, item: _Said, asked: Asked) -> bool:
+    """Does a statement say in one clause that what ``old`` said no longer holds -- the clause names a word of
+    ``old`` beyond those asked about ("I quit the food bank") -- and in another give a value of the kind asked
+    ("I'm at the animal shelter now")?"""
+    clauses = [c for c in _CLAUSE.split(item.text.strip()) if c.strip()]
+    gone = [c for c in clauses if _NO_LONGER.search(c)]
+    kept = [c for c in clauses if c not in gone and not _ONLY_MARKER.match(c)]
+    named = content_stems(old.text) - set(asked.topic)
+    return bool(gone and kept and any(shared_stems(content_stems(c), named) for c in gone)
+                and _supplies(asked.kind, " ".join(kept), asked.core))
 
 
 def _what_holds(sentence: str, asked: Asked) -> str:
@@ -936,7 +974,8 @@ def _what_holds(sentence: str, asked: Asked) -> str:
     if len(clauses) < 2 or not kept or not gone or \
             not _supplies(asked.kind, " ".join(kept), asked.core):
         return sentence
-    text = ", ".join(c.strip() for c in kept).rstrip(".!") + "."
+    kept = [re.sub(r"^(?:so|and|then|now)\s+", "", c.strip(), flags=re.I) for c in kept]  # "..., so Prof X is"
+    text = ", ".join(kept).rstrip(".!") + "."
     return text[0].upper() + text[1:]
 
 

@@ -1,0 +1,121 @@
+"""The stand-in answers a question about the user only with a statement that gives the attribute asked: the kind
+of value (a place for "where", a count for "how old"), the relative asked about, the end of an event, and it
+answers a correction with the value that holds now (issue 32, point 3)."""
+import pytest
+
+from helpers.agent.tools import tool_schemas
+from helpers.standin.meaning import facts_in
+from helpers.standin.memory_rule import DONT_KNOW, _roles, _what_holds, _asked
+from helpers.standin.policy import decide
+
+TOOLS = tool_schemas()
+
+
+def ask(said: list[str], question: str, blocks: tuple[str, ...] = ()):
+    messages = [{"role": "system", "content": "You are the campus assistant."}]
+    messages += [{"role": "system", "content": block} for block in blocks]
+    for text in said:
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+    return decide(messages + [{"role": "user", "content": question}], TOOLS)
+
+
+LIFE = ["Hi, I'm Rosalind, a third-year in geography.", "My choir rehearsals are on Thursday evenings.",
+        "My uncle Bertrand lives in Grenoble.", "My nephew's christening is on 9 April.",
+        "My placement interview is at 2pm on Monday.", "I car-share with my colleague Imogen."]
+
+
+@pytest.mark.parametrize("question", [
+    "Where are my choir rehearsals?",          # a day is no place
+    "How old is my nephew?",                   # a date is no age
+    "What is my aunt called?",                 # another relative
+    "When does my placement interview end?",   # one time of an event is when it starts
+    "What does Imogen study?",                 # a person named, but not what she does
+])
+def test_a_statement_about_the_thing_that_gives_another_attribute_answers_nothing(question):
+    decision = ask(LIFE, question)
+    assert decision.tool_calls == [] and decision.content == DONT_KNOW
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("When are my choir rehearsals?", "Thursday"),
+    ("Where does my uncle live?", "Grenoble"),
+    ("What's my uncle's name?", "Bertrand"),
+    ("When is my placement interview?", "2pm"),
+    ("When is the christening?", "April"),
+])
+def test_the_same_statements_answer_the_attribute_they_give(question, expected):
+    decision = ask(LIFE, question)
+    assert decision.tool_calls == [] and expected in decision.content
+
+
+def test_a_name_after_a_place_preposition_is_no_persons_name():
+    assert ask(["My grandad lives in Aberdeen."], "What's my grandad's name?").content == DONT_KNOW
+    assert "Hamish" in ask(["My grandad Hamish lives in Aberdeen."], "What's my grandad's name?").content
+
+
+def test_relatives_are_told_apart_by_role_and_a_word_for_several_covers_each():
+    assert _roles({"parent"}) == {"mother", "father", "stepmother", "stepfather"}
+    assert _roles({"mum"}) == {"mother"} and not _roles({"brother"}) & _roles({"sister"})
+    assert "Leeds" in ask(["My mum and dad live in Leeds."], "Where do my parents live?").content
+    assert ask(["My brother is Tariq."], "What's my sister's name?").content == DONT_KNOW
+
+
+def test_the_users_own_name_answers_no_other_name_question():
+    profile = "User profile:\n- name: Ingrid (turn 1, 2026-11-20)"
+    assert ask([], "What's my cousin's name?", (profile,)).content == DONT_KNOW
+    assert "Ingrid" in ask([], "What's my name?", (profile,)).content
+
+
+def test_a_thing_the_user_told_of_makes_a_campus_sounding_question_theirs():
+    said = ["My lab session is in room 4.10 on Fridays."]
+    decision = ask(said, "Who runs my lab session?")   # told of it, the demonstrator never said
+    assert decision.tool_calls == [] and decision.content == DONT_KNOW
+    decision = ask(said, "Which room is the lab session in?")
+    assert decision.tool_calls == [] and "4.10" in decision.content
+    assert ask([], "Who runs my lab session?").tool_calls  # never told of: the campus may know
+
+
+def test_first_person_plural_speaks_for_the_user():
+    said = ["Our reading group meets in the Brook Room on Wednesdays."]
+    decision = ask(said, "Where do we meet for the reading group?")
+    assert decision.tool_calls == [] and "Brook" in decision.content
+
+
+def test_a_dotted_room_number_is_a_room_not_a_clock_time():
+    assert [(c.kind, c.value) for c in facts_in("in room 1.07").claims] == [("room", ("1.07", "1.07"))]
+    assert [c.kind for c in facts_in("at 1.07 tomorrow").claims] == ["time"]
+
+
+@pytest.mark.parametrize("said, question, new, old", [
+    (["My tutor is Dr Pike.", "Dr Pike retired, so Professor Adebayo is my tutor now."], "Who is my tutor?",
+     "Adebayo", "Pike"),
+    (["I volunteer at the food bank on Sundays.", "I quit the food bank, I'm at the animal shelter now."],
+     "Where do I volunteer?", "shelter", "food bank"),
+    (["My viva is in room 12.", "No wait, the viva is in room 15, not room 12."], "Which room is my viva in?",
+     "15", "12"),
+    (["My cousin Dilan is coming on Friday.", "Scratch that, Dilan can't come, my aunt Sevda is coming instead."],
+     "Who is coming on Friday?", "Sevda", "Dilan"),
+    (["I take sumatriptan for my migraines.", "My neurologist switched me to rizatriptan for the migraines."],
+     "What do I take for my migraines?", "rizatriptan", "sumatriptan"),
+])
+def test_a_correction_is_answered_with_what_holds_now(said, question, new, old):
+    reply = ask(said, question).content
+    assert new in reply and old not in reply
+
+
+@pytest.mark.parametrize("said, question, kept, wrong", [
+    (["My tutor is Dr Pike.", "My flatmate switched me onto oat milk."], "Who is my tutor?", "Pike", "oat"),
+    (["My study buddy is Ola.", "Update: my gym buddy is Kemi now."], "Who is my study buddy?", "Ola", "Kemi"),
+])
+def test_a_change_by_or_of_someone_else_corrects_nothing(said, question, kept, wrong):
+    reply = ask(said, question).content
+    assert kept in reply and wrong not in reply
+
+
+def test_only_the_clauses_that_no_longer_hold_are_dropped():
+    where = _asked("Where do I volunteer?")
+    assert _what_holds("I quit the food bank, I'm at the animal shelter now.", where) == \
+        "I'm at the animal shelter now."
+    # nothing retracted: the sentence as said; and a clause naming no place is no answer to "where"
+    assert _what_holds("Actually, I'm at the animal shelter now.", where) == "Actually, I'm at the animal shelter now."
+    assert _what_holds("I quit the food bank, it was too far.", where) == "I quit the food bank, it was too far."
