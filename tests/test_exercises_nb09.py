@@ -361,3 +361,11 @@ def test_the_staleness_reference_is_the_profiles_own_rule():
         namespace = dict(exercise_4.context())
         exec(exercise_4.solution_code, namespace)  # noqa: S102 - the package's own solution
         assert namespace["stale_facts"](facts, now, stale_after) == [f for f in facts if profile.is_stale(f, now)]
+
+
+@pytest.mark.parametrize("now", ["2026-11-30T10:00:00-08:00", "2027-03-06T08:00:00+01:00"])
+def test_the_staleness_check_gives_the_same_verdicts_on_any_day(monkeypatch, now):
+    monkeypatch.setenv("WORKSHOP_NOW", now)
+    assert run(exercise_4, exercise_4.solution_code)[0]
+    for code, _ in WRONG_STALENESS.values():
+        assert not run(exercise_4, code)[0]
