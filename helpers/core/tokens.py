@@ -22,6 +22,7 @@ The framing costs are defined here once and shared by every counter: the stand-i
 from __future__ import annotations
 
 import json
+import functools
 import re
 from typing import Any
 
@@ -35,6 +36,11 @@ def count_text(text: str | None) -> int:
     """Tokens in a piece of text under the stand-in's rule."""
     if not text:
         return 0
+    return _count(text) if isinstance(text, str) else _count(str(text))
+
+
+@functools.lru_cache(maxsize=8192)  # a request is counted again and again as its blocks are fitted
+def _count(text: str) -> int:
     total = 0
     for piece in _PIECE.findall(text):
         total += (len(piece) + 3) // 4 if piece[0].isalnum() else 1

@@ -337,26 +337,24 @@ class RecallIndex:
 
     def _with_context(self, fused: dict[int, float], excluded: set[int]) -> dict[int, float]:
         """Each line's fused score plus, for each distance d, ``CONTEXT_WEIGHTS[d-1]`` x the better fused score of
-        the two lines d away in the same exchange (``_same_exchange``); a quoted line beside a match may enter on
-        that alone (never one in ``excluded``)."""
-        known = self._lexical_index().length  # every side of every quoted turn
-        out = dict(fused)
-        for code in {c + d for c in fused for n in range(len(CONTEXT_WEIGHTS)) for d in (-n - 1, n + 1)}:
-            if code not in known or code // 2 in excluded:
+        the two lines d away said the same day (the day of each quote's tag; a turn without a time is no one's
+        context); a quoted line beside a match may enter on that alone (never one in ``excluded``)."""
+        lexical = self._lexical_index()
+        known, days = lexical.length, lexical.days  # every side of every quoted turn; dated turns' days
+        best: dict[tuple[int, int], float] = {}  # (line, distance) -> the better score of the lines that far
+        for source, score in fused.items():
+            day = days.get(source // 2)
+            if day is None:
                 continue
-            gain = sum(w * max(fused.get(near, 0.0) if self._same_exchange(code, near) else 0.0
-                               for near in (code - d, code + d))
-                       for d, w in enumerate(CONTEXT_WEIGHTS, 1))
-            if gain:
-                out[code] = out.get(code, 0.0) + gain
+            for d in range(1, len(CONTEXT_WEIGHTS) + 1):
+                for code in (source - d, source + d):
+                    if code in known and code // 2 not in excluded and days.get(code // 2) == day \
+                            and score > best.get((code, d), 0.0):
+                        best[(code, d)] = score
+        out = dict(fused)
+        for (code, d), score in best.items():
+            out[code] = out.get(code, 0.0) + CONTEXT_WEIGHTS[d - 1] * score
         return out
-
-    def _same_exchange(self, code: int, near: int) -> bool:
-        """Two lines are one exchange when their turns were said the same day (the day of each quote's tag);
-        a turn without a time is no one's context."""
-        days = self._lexical_index().days
-        day = days.get(code // 2)
-        return day is not None and day == days.get(near // 2)
 
     def _lexical_index(self) -> "_Lexical":
         if self._lexical is None:
@@ -490,6 +488,7 @@ class _Lexical:
         self.length: dict[int, int] = {}  # line code -> words
         self.texts: dict[int, str] = {}
         self.days: dict[int, str] = {}  # turn id -> the day its quote's tag gives (dated turns only)
+        self.terms: dict[int, frozenset[str]] = {}  # line code -> its terms
         self.total = 0
         self.postings_read = 0
 
@@ -503,6 +502,7 @@ class _Lexical:
                 continue
             words = terms(text)
             self.texts[code], self.length[code] = text, len(words)
+            self.terms[code] = frozenset(words)
             self.total += len(words)
             for word in words:
                 posting = self.postings.setdefault(word, {})
@@ -511,8 +511,8 @@ class _Lexical:
     def text(self, code: int) -> str:
         return self.texts.get(code, "")
 
-    def words(self, code: int) -> set[str]:
-        return set(terms(self.texts.get(code, "")))
+    def words(self, code: int) -> frozenset[str]:
+        return self.terms.get(code, frozenset())
 
     def rarest(self, code: int, n: int) -> list[str]:
         """The ``n`` words of a line found in the fewest lines (ties alphabetical)."""
