@@ -92,7 +92,7 @@ class RecallIndex:
     """Past turns, embedded for search by meaning; only substantive turns are embedded."""
 
     def __init__(self, *, client: Any = None, settings: Any = None, model: str | None = None,
-                 k: int = DEFAULT_K, min_score: float = DEFAULT_MIN_SCORE, max_chars: int = 400):
+                 k: int = DEFAULT_K, min_score: float = DEFAULT_MIN_SCORE, max_chars: int = 600):
         if not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be a positive whole number (got {k!r})")
         self.client, self.settings, self.model = client, settings, model
