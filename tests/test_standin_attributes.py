@@ -119,3 +119,45 @@ def test_only_the_clauses_that_no_longer_hold_are_dropped():
     # nothing retracted: the sentence as said; and a clause naming no place is no answer to "where"
     assert _what_holds("Actually, I'm at the animal shelter now.", where) == "Actually, I'm at the animal shelter now."
     assert _what_holds("I quit the food bank, it was too far.", where) == "I quit the food bank, it was too far."
+
+
+def test_a_question_typed_without_its_mark_is_still_asked():
+    said = ["My husband Teodor is a nurse."]
+    assert "Teodor" in ask(said, "what's my husband called").content
+    assert ask(said, "My husband Teodor is a nurse").tool_calls == []  # a statement is noted, never asked
+
+
+def test_someone_the_user_named_without_a_title_is_someone_of_theirs():
+    said = ["I've got three nieces, Mila, Zofia and Ewa.", "Ewa starts ballet on Saturdays."]
+    decision = ask(said, "When does Ewa start ballet?")
+    assert decision.tool_calls == [] and "Saturday" in decision.content
+    assert ask(said, "Where does Zofia live?").content == DONT_KNOW
+    staff = ["My tutor is Dr Quist."]                  # a member of staff: the campus may know the rest
+    assert ask(staff, "Where does Quist hold office hours?").tool_calls
+
+
+def test_a_bare_question_about_a_profile_label_reads_the_profile_and_wants_the_kind_asked():
+    profile = "User profile:\n- schedule/orchestra: Tuesdays 6pm (turn 3, 2026-11-21)"
+    decision = ask([], "When's orchestra?", (profile,))
+    assert decision.tool_calls == [] and "Tuesday" in decision.content
+    assert ask([], "Where is orchestra?", (profile,)).content == DONT_KNOW
+
+
+def test_the_thing_asked_about_is_not_its_own_place():
+    said = ["Our lab meeting is every other Thursday at 3."]
+    assert ask(said, "Where is our lab meeting held?").content == DONT_KNOW
+    assert "Harlow" in ask(["Our lab meeting is in the Harlow building."], "Where is our lab meeting?").content
+
+
+def test_a_count_counts_what_is_asked():
+    said = ["I have two cats, Miso and Tofu."]
+    assert "two" in ask(said, "How many cats do I have?").content
+    assert ask(said, "How old is Miso?").content == DONT_KNOW
+    assert "seven" in ask(["My son Elias turns seven next month."], "How old is my son turning?").content
+
+
+def test_a_clause_naming_another_value_of_the_kind_asked_is_dropped_without_a_word_of_change():
+    reply = ask(["Mr Hale is off sick, so Ms Duarte is teaching my seminar."], "Who is teaching my seminar?").content
+    assert "Duarte" in reply and "Hale" not in reply
+    reply = ask(["I can't eat shellfish, I'm allergic."], "What am I allergic to?").content
+    assert "shellfish" in reply

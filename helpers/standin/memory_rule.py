@@ -96,6 +96,9 @@ _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|re
                      r"\btell me (?:again )?(?:what|who|where|when|which|about )?\s*my\b|\bany idea\b|"
                      r"\b(?:what|which|who|where|when|how) (?:\w+ ){0,2}my (?:[\w'-]+ ){0,3}(?:is|are|was|were)\s*\W*$",
                      re.I)  # "any idea what my office number is?": an embedded question about the user's things
+# a question typed without its mark: "what's my wife called again", "when's our lab meeting"
+_UNMARKED_QUESTION = re.compile(r"^\W*(?:what|who|where|when|which|how)(?:'s|'re| is| are| was| do| does| did| am)\b"
+                                r"[^.!]*$", re.I)
 _SAID_QUESTION = re.compile(r"\b(?:what|which) (?:\w+ )?(?:did|have) i (?:say|said|tell|told|mention)|"
                             r"\bwhat i (?:said|told you|mentioned)\b", re.I)
 _STRONG = re.compile(r"\b(?:what|who|where|when|which|how)(?: \w+){0,2}?(?:'s|'re| is| are| was| were)"
@@ -274,7 +277,7 @@ def asked_about_user(question: str) -> Asked | None:
 
 def _asked(question: str) -> Asked | None:
     """What a question asks, if the user's own statements may answer it (``how`` says how sure that is)."""
-    if "?" not in question and not _RECALL.search(question):
+    if "?" not in question and not _RECALL.search(question) and not _UNMARKED_QUESTION.match(question):
         return None
     asked_part = [s for s in sentences(question) if s.endswith("?")]
     question = asked_part[-1] if asked_part else question  # "My name is Ada. When does the club meet?"
@@ -327,10 +330,13 @@ def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     runs = [m.group(0) if m.start() > 0 else " ".join(m.group(0).split()[1:]) for m in _CAPITALISED.finditer(question)]
     names = [re.sub(r"['’]s$", "", run) for run in runs  # "What's Noor's job?": the run without its first word
              if run and not _CALENDAR.match(run) and not _ORGANISATION.search(run)]
-    for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi"
-        if any(item.kind in ("said", "quote") and re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text,
-                                                             re.I) for item in evidence):
-            return name
+    for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi", or named
+        own = [item for item in evidence if item.kind in ("said", "quote")]  # without a title by a first-person line
+        if any(re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text, re.I) for item in own) or any(
+                re.search(rf"\b{re.escape(name)}\b", item.text) and _FIRST_PERSON.search(item.text)
+                and not re.search(rf"(?:{_TITLE}\.?|\b(?i:the|at|in|on|from|to|near|into)) {re.escape(name)}\b", item.text)
+                for item in own):
+            return name  # "I have two kids, Ren and Hana"
     return None
 
 
@@ -343,8 +349,12 @@ def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
     heads = {asked.head} if asked.head else set()
     for m in re.finditer(r"\b(?:my|our|the) ((?:[a-z][\w-]* ){0,3}?[a-z][\w-]*)\s*(?=$|[?.!,]|\b(?:in|on|at|is|are|"
                          r"for|start|starts|finish|end|meet|meets)\b)", question.lower()):
-        heads.add(stem(m.group(1).split()[-1]))  # "who teaches my tutorial?", "which room is the group meeting in?"
+        heads |= {stem(w) for w in m.group(1).split()}  # "who teaches my tutorial?", "is the group meeting in?"
     heads -= set(GENERIC) | set(STOP)
+    if not _FIRST_PERSON.search(question) and asked.topic and any(
+            item.kind == "profile" and set(asked.topic) <= shared_stems(asked.topic, content_stems(
+                item.text.removeprefix("my ").split(" is ")[0])) for item in evidence):
+        return True  # "when's choir?" and "- schedule/choir: Mondays 7pm"
     return any(item.kind != "note" and (head := _topic_head(item)) is not None and
                any(same_stem(head, h) for h in heads) for item in evidence)
 
@@ -437,6 +447,17 @@ def _evidence(messages: list[dict], user_name: str = "") -> list[_Said]:
     return found
 
 
+_NOT_UNITS = frozenset(stem(w) for w in "next last this coming more times time".split())
+
+
+def _counted(asked_text: str) -> str | None:
+    """What a count asks for: "children" in "how many children", a year for "how old"."""
+    if re.search(r"\bhow old\b|\bage\b", asked_text, re.I):
+        return "year"
+    many = re.search(r"\bhow (?:many|much) ([a-z]+)", asked_text, re.I)
+    return stem(many.group(1)) if many and many.group(1).lower() not in STOP else None
+
+
 def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
     """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?
     ``asked_text``, the question, tells a count or an age ("how many", "how old") from a number of any kind."""
@@ -450,14 +471,20 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
             kind == "person" and bool(shared_stems(PEOPLE, content_stems(text))))  # "my grandparents", "my mum"
     if kind == "number":  # a count or an age is no part of a date or a clock time ("her birthday is on 3 March")
         if _COUNT.search(asked_text):
+            counted = _counted(asked_text)
             for claim in facts_in(text).claims:
-                if claim.kind in ("date", "time", "day"):
-                    text = text.replace(claim.written, " ")
+                unit = claim.value[1] if claim.kind == "number" else None
+                unit = None if unit in _NOT_UNITS else unit  # "turns nine next week": "next" counts nothing
+                if claim.kind in ("date", "time", "day") or (unit and counted and not same_stem(unit, counted)
+                                                              and not similarity(unit, [counted])[0] >= SAME_THING):
+                    text = text.replace(claim.written, " ")  # "two kids" is no age; "on 3 March" no count
         return _NUMBER_VALUE.search(text) is not None
     if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too)
         return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or any(
             claim.kind in ("day", "time", "date") for claim in facts_in(text).claims)
     if kind == "place":  # a place: "in/at/from ...", a building or room word, or a name not after "a" / "an"
+        asked_words = content_stems(asked_text)  # "lab" in "our lab meeting" is the thing asked about, not its place
+        text = " ".join(w for w in text.split() if not shared_stems(content_stems(w), asked_words)) or text
         return _PLACE_VALUE.search(text) is not None or any(
             m.start() > 0 and not re.search(r"\b(?:an?|the)(?: [a-z]+)*\s*$", text[:m.start()])
             for m in names)
@@ -649,8 +676,9 @@ def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage:
     question may be a campus task ("where can I park my bike?" is not "my bike is a Trek")."""
     defined = bool(topics) and (coverage == 1 or (coverage > 0 and topic_similarity >= SAME_TOPIC))
     specific = asked.kind in ("person", "name_of", "number", "time", "place")
-    if item.kind in ("profile", "note") and coverage == 1 and bool(topics):
-        return True
+    if item.kind in ("profile", "note") and coverage == 1 and bool(topics) and (
+            not specific or _supplies(asked.kind, item.text, asked.core)):
+        return True  # "- schedule/choir: Mondays 7pm" says when choir is, not where
     if _defines(asked, item):
         return True
     if not specific and ((coverage == 1 and bool(topics)) or (defined and asked.how != "weak")):
@@ -932,8 +960,8 @@ def _about_user(messages: list[dict]) -> str | None:
     if not asked.said:  # a newer correction of the same thing wins over the value it replaced
         best = _corrected(asked, best, [item for _, item in ranked], evidence, question_stems)
     where = f" (turn {best.turn})" if best.turn is not None else ""
-    if best.kind in ("said", "quote") and _CORRECTION.search(best.text):
-        best.shown = _what_holds(best.shown, asked)
+    if best.kind in ("said", "quote"):
+        best.shown = _what_holds(best.shown, asked, strict=not _CORRECTION.search(best.text))
     if best.kind == "note":
         return f'You told me{where} that your {best.label} is now "{best.shown}".'
     if best.kind == "profile":
@@ -946,7 +974,7 @@ _CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|\s-\s|\s–\s|\s—\s|\bbut\b)\s*")  # 
 # what no longer holds: a negation, an ending, a past state ("Lena can't make it", "Dr Haddad left", "not the
 # sports hall", "Jun moved out", "it used to be in 204")
 _NO_LONGER = re.compile(r"\b(?:not|no longer|never|n't|anymore|any more|no more|stopped|quit|left|moved out|"
-                        r"retired|resigned|gave up|dropped out|"
+                        r"retired|resigned|gave up|dropped out|on leave|off sick|"
                         r"cancel+ed|off|instead of|rather than|used to|was|were|previously|before|old)\b|n't\b", re.I)
 _ONLY_MARKER = re.compile(r"^\W*(?:(?:scratch that|no|wait|sorry|actually|correction|update|oh|ok|okay|well|"
                           r"so|hmm|i mean)\W*)+$", re.I)
@@ -964,13 +992,18 @@ def _retracts(old: _Said, item: _Said, asked: Asked) -> bool:
                 and _supplies(asked.kind, " ".join(kept), asked.core))
 
 
-def _what_holds(sentence: str, asked: Asked) -> str:
+def _what_holds(sentence: str, asked: Asked, strict: bool = False) -> str:
     """A correction's clauses that state what holds now, without those that say what no longer does ("I no
     longer work at the bar, I'm at the bookshop on Fridays now" -> "I'm at the bookshop on Fridays now") or
-    only mark the change ("scratch that"); the whole sentence when no kept clause names the kind asked."""
+    only mark the change ("scratch that"); the whole sentence when no kept clause names the kind asked. With no
+    word of a change (``strict``) only a clause naming another value of a kind asked is dropped ("Ms Okonkwo is on
+    leave, so Mr Barros is covering as my tutor"), never a reason ("I can't eat shellfish, I'm allergic")."""
     clauses = [c for c in _CLAUSE.split(sentence.strip()) if c.strip()]
     gone = [c for c in clauses if _NO_LONGER.search(c)]
     kept = [c for c in clauses if c not in gone and not _ONLY_MARKER.match(c)]
+    if strict and (asked.kind not in ("person", "name_of", "number", "time", "place")
+                   or not all(_supplies(asked.kind, c, asked.core) for c in gone)):
+        return sentence
     if len(clauses) < 2 or not kept or not gone or \
             not _supplies(asked.kind, " ".join(kept), asked.core):
         return sentence
