@@ -73,7 +73,7 @@ TRACK = [
     Segment("09_recall_and_profile", ["1", "2", "5"], ["5"], "3-4, 6 and the exercises",
             demo_note="a correction travels"),
     Segment("10_durable_memory", ["1", "2", "3", "4", "6", "10", "Exercise 3"], ["6", "10"],
-            "5, 7-9, 11-15 and exercises 1-2", exercise="Exercise 3",
+            "5, 7-9, 11-15 and exercises 1-2 and 4", exercise="Exercise 3",
             demo_note="the store, then a correction in it; the audit row that explains it"),
     Segment("11_persistent_sessions", ["1", "2"], ["2"], "3-12 and the exercises",
             demo_note="save, `%reset -f`, resume by id"),

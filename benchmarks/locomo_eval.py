@@ -52,7 +52,7 @@ import sys
 import time
 import warnings
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -283,6 +283,38 @@ def evaluate(conversation: ld.Conversation, budgets: Sequence[int] = BUDGETS, *,
     return result
 
 
+def long_history_ms(conversations: Sequence[ld.Conversation], target: int = 700, budgets: Sequence[int] = (900,),
+                    questions: int = 200) -> tuple[int, float, list[float]]:
+    """Context time on a longer history than any one conversation: the conversations' turns fed end to end (turn
+    ids continuing, each with its own date) until there are at least ``target``, then up to ``questions`` of their
+    questions built at each budget. Returns (turns fed, ingest seconds, ms of each build)."""
+    turns: list[ld.Turn] = []
+    asked: list[str] = []
+    for conversation in conversations:
+        turns += [replace(turn, turn_id=len(turns) + n) for n, turn in enumerate(ld.conversation_turns(conversation))]
+        asked += [q.text for q in conversation.questions if q.evidence]
+        if len(turns) >= target:
+            break
+    memory = offline_memory()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        window, seconds = ingest(memory, turns)
+        timings = []
+        for question in asked[:questions]:
+            for budget in budgets:
+                started = time.perf_counter()
+                memory.build(SYSTEM_PROMPT, window, question, budget=budget)
+                timings.append(1000 * (time.perf_counter() - started))
+    return len(turns), seconds, timings
+
+
+def long_history_line(conversations: Sequence[ld.Conversation], target: int, budgets: Sequence[int]) -> str:
+    turns, seconds, ms = long_history_ms(conversations, target, budgets)
+    return (f"\nLonger history ({turns} turns, conversations {', '.join(str(c.id) for c in conversations)} fed end "
+            f"to end): ingest {turns / seconds:.0f} turns/s; one question's context p50 {_percentile(ms, 50):.1f} "
+            f"ms, p95 {_percentile(ms, 95):.1f} ms over {len(ms)} builds at {', '.join(map(str, budgets))} tokens")
+
+
 # --------------------------------------------------------------------------------------------- reports
 GROUPS = {"1-4": (1, 2, 3, 4), **{str(c): (c,) for c in ld.CATEGORIES}}
 
@@ -495,6 +527,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--answer-budget", type=int, default=900)
     parser.add_argument("--answer-strategies", nargs="+", default=["hybrid", "full history"])
     parser.add_argument("--answer-limit", type=int, default=None, help="questions per conversation in --answers")
+    parser.add_argument("--long", type=int, default=700, metavar="TURNS",
+                        help="also time one question's context on this many turns (conversations fed end to end; "
+                             "0: skip)")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--plot", default=str(Path(__file__).resolve().parent / "locomo_eval.png"))
     parser.add_argument("--json", help="also write every row to this JSON file")
@@ -525,6 +560,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  conversation {conversation.id} ({conversation.half}, {len(conversation.lines)} lines) done "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
     print(report(result, budgets))
+    if args.long and not args.quick:
+        print(long_history_line(conversations, args.long, budgets))
     print("\nFor the README (evidence recall over categories 1-4; LoCoMo, snap-research/locomo):\n")
     print(readme_table(result, budgets))
     if not args.no_plot:
