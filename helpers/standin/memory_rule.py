@@ -484,8 +484,8 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
             claim.kind in ("day", "time", "date") for claim in facts_in(text).claims)
     if kind == "place":  # a place: "in/at/from ...", a building or room word, or a name not after "a" / "an"
         asked_words = content_stems(asked_text)  # "lab" in "our lab meeting" is the thing asked about, not its place
-        text = " ".join(w for w in text.split() if not shared_stems(content_stems(w), asked_words)) or text
-        return _PLACE_VALUE.search(text) is not None or any(
+        rest = " ".join(w for w in text.split() if not shared_stems(content_stems(w), asked_words)) or text
+        return _PLACE_VALUE.search(rest) is not None or any(
             m.start() > 0 and not re.search(r"\b(?:an?|the)(?: [a-z]+)*\s*$", text[:m.start()])
             for m in names)
     return True
