@@ -161,3 +161,12 @@ def test_a_clause_naming_another_value_of_the_kind_asked_is_dropped_without_a_wo
     assert "Duarte" in reply and "Hale" not in reply
     reply = ask(["I can't eat shellfish, I'm allergic."], "What am I allergic to?").content
     assert "shellfish" in reply
+
+
+def test_a_short_form_of_a_word_is_the_word_but_a_longer_other_word_is_not():
+    from helpers.standin.meaning import stem
+    from helpers.standin.memory_rule import _clipped
+    assert _clipped({stem("stats")}, "My statistics exam is on Friday.") == {stem("stats")}
+    assert _clipped({"exam"}, "Here is an example.") == set()
+    decision = ask(["I have physiotherapy every Tuesday at 4pm."], "When do I have physio?")
+    assert decision.tool_calls == [] and "Tuesday" in decision.content

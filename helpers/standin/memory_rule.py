@@ -573,10 +573,28 @@ def _another_relative(asked: Asked, item: _Said) -> bool:
     return bool(wanted and named and not wanted & named)
 
 
+CLIPPED_SIMILARITY = 0.5
+"""A word that begins another and is this near it in meaning is its short form: "physio" and "physiotherapy"
+(0.53), "stats" and "statistics" (0.77); "exam" and "example" (0.27) are two words."""
+
+
+def _clipped(topic: set[str], text: str) -> set[str]:
+    """The words asked about that the statement names in a longer or shorter form ("physio": "physiotherapy")."""
+    found = set()
+    words = {w for w in _TERMS.findall(text.lower()) if len(w) >= 3 and w not in STOP}
+    for asked_word in topic:
+        for word in words:
+            short, long = sorted((asked_word, word), key=len)
+            if len(short) >= 3 and len(long) > len(short) + 1 and long.startswith(short) and \
+                    float(similarity(asked_word, [word])[0]) >= CLIPPED_SIMILARITY:
+                found.add(asked_word)
+    return found
+
+
 def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
     preposition) all of them when a word follows "from" in the statement, else none."""
-    shared = shared_stems(asked.topic, content_stems(item.text))
+    shared = shared_stems(asked.topic, content_stems(item.text)) | _clipped(asked.topic, item.text)
     coverage = len(shared) / len(asked.topic) if asked.topic else 0.0
     if asked.preposition:  # "where am I from?" is answered by "I'm originally from Kilkenny"
         after = re.search(rf"\b{asked.preposition}\s+(?:the\s+)?([A-Za-z][\w'-]*)", item.text)
