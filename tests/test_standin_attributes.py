@@ -170,3 +170,19 @@ def test_a_short_form_of_a_word_is_the_word_but_a_longer_other_word_is_not():
     assert _clipped({"exam"}, "Here is an example.") == set()
     decision = ask(["I have physiotherapy every Tuesday at 4pm."], "When do I have physio?")
     assert decision.tool_calls == [] and "Tuesday" in decision.content
+
+
+@pytest.mark.parametrize("said, question, new, old", [
+    (["My seminar is in room 204.", "They moved the seminar from room 204 to room 318."], "Where is my seminar?",
+     "318", "204"),
+    (["My book club is on Monday evenings.", "The Monday book club got bumped to Wednesday."], "When is my book club?",
+     "Wednesday", "Monday"),
+])
+def test_a_correction_that_names_the_old_value_is_answered_with_the_new_one_alone(said, question, new, old):
+    reply = ask(said, question).content
+    assert new in reply and old not in reply
+
+
+def test_a_correction_that_does_not_name_the_old_value_is_quoted_as_said():
+    reply = ask(["My seminar is in room 204.", "I switched to room 318 today."], "Where is my seminar?").content
+    assert reply == 'You told me: "I switched to room 318 today."'

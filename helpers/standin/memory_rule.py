@@ -974,12 +974,17 @@ def _about_user(messages: list[dict]) -> str | None:
         return DONT_KNOW if asked.how == "strong" else None
     if asked.how == "third" and asked.kind != "person" and campus_nearness(question)[0] >= CAMPUS_SIMILARITY:
         return None  # "where is Pemberton Hall?" asks the campus, even after "my exam is in Pemberton Hall"
-    best = max(ranked, key=lambda pair: pair[0])[1]
+    best = replaced = max(ranked, key=lambda pair: pair[0])[1]
     if not asked.said:  # a newer correction of the same thing wins over the value it replaced
         best = _corrected(asked, best, [item for _, item in ranked], evidence, question_stems)
     where = f" (turn {best.turn})" if best.turn is not None else ""
     if best.kind in ("said", "quote"):
         best.shown = _what_holds(best.shown, asked, strict=not _CORRECTION.search(best.text))
+    if best.kind in ("said", "quote") and (best is not replaced or _CORRECTION.search(best.text)):
+        older = [replaced] if best is not replaced else [i for _, i in ranked if i.recency < best.recency]
+        now = next((v for v in (_new_values(item, best) for item in older) if v), "")
+        if now:  # "the Monday meeting got bumped to Tuesday": the quote would name the old value too
+            return f"You told me{where} that it changed to {now}."
     if best.kind == "note":
         return f'You told me{where} that your {best.label} is now "{best.shown}".'
     if best.kind == "profile":
@@ -1008,6 +1013,20 @@ def _retracts(old: _Said, item: _Said, asked: Asked) -> bool:
     named = content_stems(old.text) - set(asked.topic)
     return bool(gone and kept and any(shared_stems(content_stems(c), named) for c in gone)
                 and _supplies(asked.kind, " ".join(kept), asked.core))
+
+
+def _new_values(old: _Said, new: _Said) -> str:
+    """When a correction's words name a value of the statement it corrects ("moved from room 204 to room 318",
+    "the Monday meeting got bumped to Tuesday"), the values it gives in their place, as written ("room 318");
+    else "" (the correction can be quoted as said)."""
+    before = facts_in(old.text).claims
+    old_written = {c.written.lower() for c in before}
+    shown = new.shown.lower()
+    if not any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.])", shown) for w in old_written):
+        return ""
+    changed = _changed_values(old, new)
+    values = [c.written for c in facts_in(new.shown).claims if c.kind in changed and c.written.lower() not in old_written]
+    return " ".join(dict.fromkeys(values))
 
 
 def _what_holds(sentence: str, asked: Asked, strict: bool = False) -> str:
