@@ -135,6 +135,22 @@ WRONG = [
      "does not say wrenfield hall"),
     (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00 with professor smith "
                              "[office-hours-cs]."), "does not say professor smith"),
+    # a wrong place in lower case, with no capital for the judge to read as a name
+    (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00 in the library [office-hours-cs]."),
+     "does not say the library"),
+    (nb03.exercise_1, answer("Office hours: every tuesday, 14:00-16:00, in the halvorsen annex [office-hours-cs]."),
+     "does not say the halvorsen annex"),
+    (nb03.exercise_1, answer("office hours are tuesdays 14:00 to 16:00 at the cafe in wrenfield [office-hours-cs]."),
+     "does not say the cafe, wrenfield"),
+    # a way of meeting the passage does not offer
+    (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00, online [office-hours-cs]."),
+     "names no way to meet at a distance"),
+    (nb03.exercise_1, answer("Office hours are Tuesdays 14:00-16:00 over Zoom [office-hours-cs]."),
+     "says 'Zoom', but the passage names no way to meet at a distance"),
+    (nb03.exercise_1, answer("Office hours are on Tuesdays from 14:00 to 16:00 by appointment [office-hours-cs]."),
+     "the passage says no appointment is needed"),
+    (nb03.exercise_1, answer("Book a slot with a professor for Tuesday, 14:00 to 16:00, in Halvorsen Hall "
+                             "[office-hours-cs]."), "says 'Book', but the passage says no appointment is needed"),
 
     (nb03.exercise_2, nb03.exercise_2.stub, "none expects off_topic, unsafe yet"),
     (nb03.exercise_2, 'my_requests = ["Where is the library?", "Tell me a joke"]', "must be a dict"),
@@ -201,6 +217,10 @@ RIGHT = [
     (nb03.exercise_1, nb03.exercise_1.solution_code),
     (nb03.exercise_1, answer("CS office hours: Tue 2pm-4pm, third floor of Halvorsen Hall [office-hours-cs].")),
     (nb03.exercise_1, answer("Every Tuesday, 2 to 4 p.m., Halvorsen Hall rooms 310 to 318 [office-hours-cs].")),
+    (nb03.exercise_1, answer("office hours are every tuesday from 14:00 to 16:00 in halvorsen hall, third floor; "
+                             "no appointment is needed [office-hours-cs].")),
+    (nb03.exercise_1, answer("Drop in on Tuesdays between 2pm and 4pm, in person, at rooms 310-318 of Halvorsen "
+                             "Hall, without booking [office-hours-cs].")),
 
     (nb03.exercise_2, nb03.exercise_2.solution_code),
     (nb03.exercise_2, 'my_requests = {"Where is the IT help desk?": "campus", "Recommend a movie for tonight": '

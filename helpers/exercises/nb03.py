@@ -77,6 +77,52 @@ def _people_not_in(answer: str, passage: str) -> list[str]:
     return [match.group(0) for match in _TITLED.finditer(answer) if match.group(1).lower() not in words]
 
 
+# Where something is, read in any case: the words after "in", "at", "on", "inside" ... up to the next break.
+_PLACE = re.compile(r"\b(?:in|at|on|inside|within|near|over|via)\s+((?:(?!(?:in|at|on|from|to|until|till|every|"
+                    r"each|with|for|and|or|by|during|between|when|where|so|but)\b)[\w'-]+\s*){1,6})", re.I)
+_NOT_A_PLACE = {"the", "a", "an", "of", "person", "general", "short", "total", "particular", "practice", "fact",
+                "afternoon", "afternoons", "morning", "mornings", "evening", "evenings", "week", "weeks", "pm",
+                "am", "noon", "o'clock", "time", "case", "addition", "turn", "hours", "office"}
+# A way of meeting that is not a place: the passage names a building and its rooms, nothing held at a distance.
+_REMOTE = re.compile(r"\b(?:online|on-?line|virtual(?:ly)?|remote(?:ly)?|zoom|teams|skype|video(?:[ -]?call)?|"
+                     r"e-?mail|by phone|over the phone|webinar)\b", re.I)
+_APPOINTMENT = re.compile(r"\b(?:appointments?|book(?:ing|ed)?|reserv(?:e|ation)|sign[ -]?up)\b", re.I)
+_DENIED = re.compile(r"\b(?:no|not|without|never|n't|needn't|unnecessary)\b", re.I)
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _places_not_in(answer: str, passage: str) -> list[str]:
+    """Places the answer names (after "in", "at", "on" ..., in any case) with a word the passage does not have."""
+    have = {_stem(word) for word in re.findall(r"[\w'-]+", passage.lower())}
+    missing = []
+    for match in _PLACE.finditer(re.sub(r"\[[^\]]*\]", " ", answer)):
+        phrase = match.group(1).strip()
+        said = facts_in(phrase)
+        if said.of("day") or said.of("time") or _REMOTE.search(phrase):
+            continue  # "on Tuesdays", "at 2pm": when, not where; "on Zoom" has a hint of its own
+        words = [w for w in re.findall(r"[\w'-]+", phrase.lower()) if w not in _NOT_A_PLACE]
+        if any(w.isalpha() and _stem(w) not in have for w in words) and phrase not in missing:
+            missing.append(phrase)
+    return missing
+
+
+def _contradicts_drop_in(answer: str) -> str | None:
+    """The hint for an answer that says how to meet against the passage ("online", "by appointment"), else None."""
+    remote = _REMOTE.search(answer)
+    if remote:
+        return (f"the answer says {remote.group(0)!r}, but the passage names no way to meet at a distance: the "
+                "office hours are held in a building, in person. Say the building the passage names.")
+    for clause in re.split(r"[.;:!?]|,\s*(?:but|and)\b", answer):
+        booked = _APPOINTMENT.search(clause)
+        if booked and not _DENIED.search(clause[:booked.start()]):
+            return (f"the answer says {booked.group(0)!r}, but the passage says no appointment is needed: any "
+                    "student may drop in. Leave the booking out, or say that none is needed.")
+    return None
+
+
 def _check_grounded_answer(my_answer) -> str:
     if not isinstance(my_answer, str) or not my_answer.strip():
         raise Hint("my_answer must be the text of an answer.")
@@ -85,12 +131,18 @@ def _check_grounded_answer(my_answer) -> str:
     passage = _office_hours_passage()
     missing = unsupported_claims(my_answer, passage)  # the stand-in judge's rule, on any backend
     missing += [person for person in _people_not_in(my_answer, passage) if person not in missing]
+    missing += [place for place in _places_not_in(my_answer, passage)
+                if not any(place.lower() in said.lower() or said.lower() in place.lower() for said in missing)]
+    missing = [said for said in missing if not _REMOTE.fullmatch(said.strip())]  # "Zoom": a hint of its own
     verdict = check_grounding(my_answer, passage, client=get_client(quiet=True))
     if missing:
         said = ("the judge did not approve it:" if not verdict.supported
                 else "the judge on this server approved it, but")
         raise Hint(f"{said} the passage does not say {', '.join(missing)}. Take every day, time, name and "
                    "number from the passage printed above.")
+    contradicted = _contradicts_drop_in(my_answer)
+    if contradicted:
+        raise Hint(contradicted)
     if not _says_when(my_answer):
         raise Hint("every claim in it is in the passage, but the question is 'when?': say the day and the time "
                    "the office hours start.")
