@@ -186,3 +186,13 @@ def test_a_correction_that_names_the_old_value_is_answered_with_the_new_one_alon
 def test_a_correction_that_does_not_name_the_old_value_is_quoted_as_said():
     reply = ask(["My seminar is in room 204.", "I switched to room 318 today."], "Where is my seminar?").content
     assert reply == 'You told me: "I switched to room 318 today."'
+
+
+def test_a_new_person_is_the_answer_only_when_the_question_names_no_role():
+    reply = ask(["My peer mentor is Priya Shah.", "Actually, my lab partner is Lars now."], "Who is my peer mentor?")
+    assert "Priya" in reply.content and "Lars" not in reply.content
+
+
+def test_a_named_thing_says_where_but_a_description_or_a_day_does_not():
+    assert "bookstore" in ask(["My part-time job is the campus bookstore."], "Where do I work part-time?").content
+    assert ask(["My part-time job is on Saturdays."], "Where do I work part-time?").content == DONT_KNOW

@@ -697,8 +697,8 @@ def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage:
     if item.kind in ("profile", "note") and coverage == 1 and bool(topics) and (
             not specific or _supplies(asked.kind, item.text, asked.core)):
         return True  # "- schedule/choir: Mondays 7pm" says when choir is, not where
-    if _defines(asked, item):
-        return True
+    if _defines(asked, item) or (asked.kind == "place" and defined and asked.how != "weak" and _names_a_thing(item)):
+        return True  # "my part-time job is the campus bookstore" says where I work part-time
     if not specific and ((coverage == 1 and bool(topics)) or (defined and asked.how != "weak")):
         return True
     return _supplies(asked.kind, item.text, asked.core)
@@ -706,6 +706,15 @@ def _names_what_is_asked(asked: Asked, item: _Said, topics: list[str], coverage:
 
 _ATTRIBUTE_VALUE = re.compile(r"\s*(?:\w+ly |still |now |also )*(?:on|in|at|from|by|until|till|every|each|near|"
                               r"inside|outside|for|with|during|after|before)\b", re.I)
+
+
+def _names_a_thing(item: _Said) -> bool:
+    """Is the value of the statement's "my X is ..." a thing named ("the campus bookstore", "Harlow House"), not
+    an attribute ("on Wednesdays") or a description ("a red Trek")?"""
+    return item.kind in ("said", "quote") and any(
+        re.match(r"\s*(?:still |now |also )*(?:the\s+\w|[A-Z])", item.text[m.end():]) and not
+        _CALENDAR.match(item.text[m.end():].split()[0] if item.text[m.end():].split() else "")
+        for m in _MY_TOPIC.finditer(item.text))
 
 
 def _defines(asked: Asked, item: _Said) -> bool:
@@ -888,7 +897,8 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
         if not words or words[-1] in GENERIC:
             continue
         said_of = {stem(w) for w in words}
-        if asked.kind == "person" and shared_stems(said_of, PEOPLE) and not shared_stems(said_of, asked.topic):
+        if asked.kind == "person" and not asked.head and shared_stems(said_of, PEOPLE) and \
+                not shared_stems(said_of, asked.topic):
             continue  # the person who now does it: "my brother Piotr" (but "my language partner" is a partner)
         if _AGENT.match(item.text[m.start():]):
             continue  # "my doctor switched me ...": who changed it, not what changed
