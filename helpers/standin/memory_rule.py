@@ -21,7 +21,11 @@ one.
    medicine, diet, family, friends, visitors, home, schedule, job, pet, birthday: ``meaning.PERSONAL_KINDS``)
    than any campus sentence -- is strong ("what am I allergic to?", "who is visiting me?"), and so is one
    about a relative ("where does my sister live?") or a person the user introduced ("when is Anouk
-   arriving?" after "my girlfriend Anouk ...").
+   arriving?" after "my girlfriend Anouk ...", or named without a title: "I have two kids, Ren and Hana"),
+   and so is one about a thing the user told of ("who teaches my tutorial?", "which room is the group
+   meeting in?" after "my tutorial is ...", "our group meeting is ...", or a bare "when's choir?" a profile
+   label names). "We", "us" and "our" speak for the user; a question typed without its mark ("what's my
+   wife called") is still asked.
 2. *Evidence* is only what the user said, as found in the request: statements (not questions, not
    requests such as "tell me about X") of earlier user messages (the window, newest of all),
    ``[turn N] user: "..."`` quotes and ``- label: value (turn N, ...)`` lines in any system message
@@ -45,7 +49,15 @@ one.
    name no person or place), or when it names the thing but not what is asked (no floor for "which floor",
    no clock time for "what time", the opposite event -- "ends" for "starts" --, only a light verb such as
    "take", or not what a relative does: "where does my girlfriend work?"; "my second supervisor" is not
-   "my supervisor"). A general question about a kind of attribute ("what can't I eat?", "any health
+   "my supervisor"). However fully a statement of the user's speaks of the thing, it must give the kind of
+   value asked (``_names_what_is_asked``): "my swimming lessons are on Wednesdays" says not where, "my
+   grandmother's birthday is on 3 March" not how old she is (a count counts what is asked and is no part of
+   a date: "two kids" is no age), a name after "in" or "at" is a place's, and a single time of an event is
+   when it starts ("when does my meeting finish?"); only "my X is Y" with X every word asked and Y the
+   thing itself, not one attribute of it, defines X (``_defines``). It does not match a statement about other
+   relatives than the one asked about (by role: "parents" covers "mum and dad", "brother" is not "sister"),
+   nor does the user's own name answer any other question. A short form is the word ("physio",
+   "physiotherapy": it begins it and is near it in meaning, ``CLIPPED_SIMILARITY``). A general question about a kind of attribute ("what can't I eat?", "any health
    conditions?") is matched by statements near that kind (level 1, the nearest first). A weak question
    needs level 2 or half the words asked about; a
    third-person question needs a statement of the user's about someone or something of theirs ("my
@@ -59,12 +71,18 @@ one.
    corrects the chosen one -- a change of state ("actually", "now", "switched", "moved", "pushed to", ...)
    that names the same thing (the head noun of its topic: "team", "locker"), or gives another normalised
    value of the same kind (a room for a room: "I switched to room 318 today"; a bare number only when it
-   shares a word asked about) near it in meaning, and speaks of no other "my X" -- wins over the value it
+   shares a word asked about) near it in meaning, or says in one clause that the old value no longer holds
+   ("I quit the food bank") and in another gives one of the kind asked, and speaks of no other "my X" (the
+   new person for a "who" that names no role, "my brother Piotr is coming instead", and the one who made
+   the change, "my doctor switched me to insulin", are no other thing) -- wins over the value it
    replaced, even when it does not match the question by itself. For "what did I say about X" every
    sentence of the user's that mentions X counts, the user's own words before profile lines.
 5. *Answer*: the user's own words quoted with their turn -- ``You told me (turn N): "..."`` -- or
    ``Your profile says (turn N): label: value.`` (with a request to confirm a fact marked "possibly
-   outdated"), or, for a superseded quote, the current value from its note. With nothing matching, a
+   outdated"), or, for a superseded quote, the current value from its note. A correction is quoted without
+   its clauses that say what no longer holds ("Dr Haddad left, ...", "..., not the sports hall"), and one
+   that names the value it replaces ("moved from room 204 to room 318") is answered with the new value
+   alone; without a word of change, only a clause naming another value of the kind asked is left out. With nothing matching, a
    strong question gets ``DONT_KNOW`` -- a forgotten fact stays forgotten, nothing is guessed -- and a
    weak or third-person question goes on to the campus rules (tools).
 
