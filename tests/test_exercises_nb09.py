@@ -1,12 +1,12 @@
-"""Notebook 09's exercise checks: the budget split written by hand is judged on worked and generated cases, a
-correction is followed through the profile to the answer in generated conversations, and no verdict depends on
+"""Notebook 09's exercise checks: the budget split and the correction rule written by hand are judged on worked
+and generated cases, each plausible wrong rule gets the hint about its own mistake, and no verdict depends on
 the day or on the backend the notebook uses."""
 import pytest
 from exercise_support import defined, quiet_check, run
 
 from helpers.llm import client as client_module
-from helpers.exercises.nb09 import (SHARES, exercise_1, exercise_2, follow_correction, generated_splits,
-                                    reference_split)
+from helpers.exercises.nb09 import (SHARES, WORKED_CORRECTIONS, exercise_1, exercise_2, generated_corrections,
+                                    generated_splits, reference_split, show_correction)
 
 # ---------------------------------------------------------------- exercise 1: the budget split by hand
 
@@ -118,49 +118,145 @@ def test_the_reference_is_the_assemblers_rule():
         "profile": 40, "summary": 200, "recall": 95, "window": 665}
     assert reference_split(None, {"profile": 1, "summary": 2, "recall": 3}, SHARES)["window"] is None
 
-# ---------------------------------------------------------------- exercise 2: a correction, end to end
+# ---------------------------------------------------------------- exercise 2: a correction the memory gets right
+
+APPLY_HEAD = "def apply_statement(current, superseded, new):\n"
+FACT = '    fact = {k: new[k] for k in ("label", "value", "turn")}\n'
 
 
-WRONG_CORRECTIONS = {  # plausible wrong sentences, and the hint each must get
-    "I switched advisors.": "no statement",
-    "My new advisor is Dr. Okafor.": "new attribute ('new advisor')",
-    "My adviser is Dr. Okafor.": "new attribute ('adviser')",
-    "My advisor is Dr. Varga.": "repeats the old value",
-    "My advisor is not Dr. Varga anymore.": "'not Dr. Varga', a value of its own",
-    "Is my advisor Dr. Okafor now?": "a question states no fact",
-    "My advisor is not Dr. Okafor.": "says who is NOT your advisor",
-    "My advisor is no longer Dr. Okafor.": "says who is NOT your advisor",
-    "my advisor is never Dr. Okafor": "says who is NOT your advisor",
-    "": "must be a sentence",
+def _rule(find="f['label'].lower() == new['label'].lower()", same="old['value'].lower() == new['value'].lower()",
+          denial=("        if old is None or not ({same}):\n            return current, superseded\n"
+                  "        return [f for f in current if f is not old], superseded + [{{**old, 'replaced_at': "
+                  "new['turn']}}]\n"),
+          restated="        return current, superseded\n",
+          replaced="superseded + [{**old, 'replaced_at': new['turn']}]", kept="fact") -> str:
+    """A correction rule written as a learner might, with one part swapped for a plausible wrong one."""
+    return (APPLY_HEAD + FACT + f"    old = next((f for f in current if {find}), None)\n"
+            + "    if new['negated']:\n" + denial.format(same=same)
+            + "    if old is None:\n        return current + [fact], superseded\n"
+            + f"    if {same}:\n" + restated
+            + f"    return [{kept} if f is old else f for f in current], {replaced}\n")
+
+
+WRONG_RULES = {  # plausible wrong rules, and the hint each must get
+    "the stub: every value is kept": (exercise_2.stub, "hold 2 values of 'advisor'"),
+    "the correction drops the history": (_rule(replaced="superseded"), "the history is dropped"),
+    "a denial becomes the value": (_rule(denial="        pass\n"), "a value the student said is NOT theirs"),
+    "a denial is skipped": (_rule(denial="        return current, superseded\n"),
+                            "'Dr. Varga' is still current. The student said it no longer holds"),
+    "a denial retires whatever value is current": (
+        _rule(denial="        if old is None:\n            return current, superseded\n"
+                     "        return [f for f in current if f is not old], superseded + [{{**old, 'replaced_at': "
+                     "new['turn']}}]\n"), "not the value denied: nothing changes"),
+    "a denial deletes the value and its history": (
+        _rule(denial="        if old is None or not ({same}):\n            return current, superseded\n"
+                     "        return [f for f in current if f is not old], superseded\n"),
+        "left the current facts but not into superseded"),
+    "labels compared case-sensitively": (_rule(find="f['label'] == new['label']"),
+                                         "compare them with .casefold()"),
+    "values compared case-sensitively": (_rule(same="old['value'] == new['value']"),
+                                         "in other case: compare values with .casefold() too"),
+    "a restatement supersedes itself": (_rule(restated="        pass\n"), "superseded must not grow"),
+    "the newest history first": (_rule(replaced="[{**old, 'replaced_at': new['turn']}] + superseded"),
+                                 "in another order: append"),
+    "the replaced value without replaced_at": (_rule(replaced="superseded + [old]"), "has no 'replaced_at'"),
+    "the replaced value marked with its own turn": (_rule(replaced="superseded + [{**old, 'replaced_at': "
+                                                                   "old['turn']}]"),
+                                                    "it was replaced in turn 4, the new statement's turn"),
+    "the new value keeps the old value's turn": (_rule(kept="{**fact, 'turn': old['turn']}"),
+                                                 "the new value says turn 0; it was said in turn 4"),
+    "the other facts are dropped": (_rule(kept="fact", replaced="superseded + [{**old, 'replaced_at': "
+                                          "new['turn']}]").replace("[fact if f is old else f for f in current]",
+                                                                   "[fact]"), "the other attributes changed"),
+    "a dict instead of two lists": (APPLY_HEAD + "    return {f['label']: f for f in current}\n",
+                                    "return two lists, (current, superseded)"),
+    "it raises": (APPLY_HEAD + "    return current[new['label']], superseded\n", "apply_statement raised TypeError"),
+    "not a function": ("apply_statement = 'advisor: Dr. Okafor'", "should be a function"),
 }
-RIGHT_CORRECTIONS = ("Actually, my advisor is now Dr. Okafor.", "My advisor is Dr. Okafor.",
-                     "Update: my advisor is Dr. Okafor now.", "my advisor is Okafor")
+
+RIGHT_RULES = {  # independently written right rules: each must pass
+    "the solution": exercise_2.solution_code,
+    "a dict by label; a restatement refreshes its turn": APPLY_HEAD + '''    key = lambda label: " ".join(label.lower().split())
+    by_label = {key(f["label"]): f for f in current}
+    k, history = key(new["label"]), list(superseded)
+    held = by_label.get(k)
+    same_value = held is not None and held["value"].lower() == new["value"].lower()
+    if new["negated"]:
+        if same_value:
+            history.append(dict(held, replaced_at=new["turn"]))
+            del by_label[k]
+    elif not same_value:
+        if held is not None:
+            history.append(dict(held, replaced_at=new["turn"]))
+        by_label[k] = {"label": new["label"], "value": new["value"], "turn": new["turn"]}
+    else:
+        by_label[k] = dict(held, turn=new["turn"])  # said again: fresh again
+    return list(by_label.values()), history
+''',
+    "a loop that edits the lists in place": APPLY_HEAD + '''    for i, fact in enumerate(current):
+        if fact["label"].casefold() != new["label"].casefold():
+            continue
+        if fact["value"].casefold() == new["value"].casefold():
+            if new["negated"]:
+                superseded.append({**fact, "replaced_at": new["turn"]})
+                del current[i]
+            return current, superseded
+        if not new["negated"]:
+            superseded.append({**fact, "replaced_at": new["turn"]})
+            current[i] = {"label": fact["label"], "value": new["value"], "turn": new["turn"]}
+        return current, superseded
+    if not new["negated"]:
+        current.append({"label": new["label"], "value": new["value"], "turn": new["turn"]})
+    return current, superseded
+''',
+}
 
 
-@pytest.mark.parametrize("sentence", sorted(WRONG_CORRECTIONS))
-def test_a_correction_that_is_not_one_gets_a_specific_hint(sentence):
-    passed, said = quiet_check(exercise_2, sentence)
-    assert not passed and WRONG_CORRECTIONS[sentence] in said, said
+@pytest.mark.parametrize("name", sorted(WRONG_RULES))
+def test_a_wrong_correction_rule_gets_its_own_hint(name):
+    code, says = WRONG_RULES[name]
+    passed, said = run(exercise_2, code)
+    assert not passed and said.startswith("✗") and says in said and "Traceback" not in said, said
 
 
-@pytest.mark.parametrize("sentence", RIGHT_CORRECTIONS)
-def test_a_correction_in_other_words_passes(sentence):
-    passed, said = quiet_check(exercise_2, sentence)
-    assert passed and "3 generated conversations" in said, said
+@pytest.mark.parametrize("name", sorted(RIGHT_RULES))
+def test_a_right_correction_rule_passes(name):
+    passed, said = run(exercise_2, RIGHT_RULES[name])
+    assert passed and "120 generated statements" in said and "profile agrees" in said, said
 
 
-def test_the_generated_conversations_differ_and_the_correction_travels():
-    seen = set()
-    for seed in (0, 1, 2):
-        result = follow_correction("My advisor is Dr. Okafor.", seed)
-        seen.add((result["at"], len(result["said"])))
-        assert [(f.key, f.value) for f in result["facts"]] == [("advisor", "Dr. Okafor")]
-        assert [(f.key, f.value, f.turn_id) for f in result["history"]] == [("advisor", "Dr. Varga", 0)]
-        assert result["profile"][0].startswith(f"- advisor: Dr. Okafor (turn {result['at']}")
-        quoted = [line for block in result["blocks"] for line in block.splitlines() if "Varga" in line]
-        assert quoted and all("superseded" in line for line in quoted)
-        assert "Okafor" in result["answer"] and "Varga" not in result["answer"]
-    assert len({at for at, _ in seen}) == 3
+def test_the_generated_statements_hold_every_kind_and_unseen_labels():
+    cases = generated_corrections()
+    assert {kind for kind, *_ in cases} == {"correction", "restatement", "new attribute",
+                                             "denial of the current value", "denial of another value"}
+    shown = {new["label"] for *_, new in WORKED_CORRECTIONS}
+    assert {new["label"] for *_, new in cases} - shown, "every label was already in the worked cases"
+    assert any(new["label"] != new["label"].lower() for *_, new in cases)  # labels in other case
+    assert any(superseded for _, _, superseded, _ in cases)  # profiles with history to keep
+
+
+def test_a_rule_fitted_to_the_worked_cases_fails_on_the_generated_ones():
+    """Right on the worked statements only: it treats every denial as naming the current value when the
+    worked denial of another value has the value 'Dr. Okafor'."""
+    fitted = _rule(denial="        if old is None or new['value'] == 'Dr. Okafor':\n"
+                          "            return current, superseded\n"
+                          "        return [f for f in current if f is not old], superseded + [{{**old, "
+                          "'replaced_at': new['turn']}}]\n")
+    passed, said = run(exercise_2, fitted)
+    assert not passed and "nothing changes" in said and "Dr. Okafor" not in said.split("):")[0], said
+
+
+def test_show_correction_prints_the_profile_before_and_after(capsys):
+    show_correction(defined(exercise_2, exercise_2.solution_code)[0])
+    lines = capsys.readouterr().out.splitlines()
+    assert "Dr. Varga" in lines[0] and "Dr. Okafor" in lines[1]
+    assert "Dr. Okafor" in lines[2] and "Dr. Varga" not in lines[2] and "'replaced_at': 4" in lines[3]
+
+
+def test_show_correction_reports_a_raising_rule_without_a_traceback(capsys):
+    show_correction(lambda current, superseded, new: 1 / 0)
+    assert "raised ZeroDivisionError" in capsys.readouterr().out
+
 
 # ---------------------------------------------------------------- any day, any backend
 
@@ -169,11 +265,11 @@ def test_the_generated_conversations_differ_and_the_correction_travels():
                                  "2027-03-06T08:00:00+01:00"])
 def test_checks_give_the_same_verdicts_on_any_day(monkeypatch, now):
     monkeypatch.setenv("WORKSHOP_NOW", now)
-    follow_correction.cache_clear()
     assert quiet_check(exercise_1, defined(exercise_1, exercise_1.solution_code)[0])[0]
     assert not quiet_check(exercise_1, defined(exercise_1, exercise_1.stub)[0])[0]
-    assert quiet_check(exercise_2, "Actually, my advisor is now Dr. Okafor.")[0]
-    assert not quiet_check(exercise_2, "I switched advisors.")[0]
+    passed, said = run(exercise_2, exercise_2.solution_code)
+    assert passed and "profile agrees" in said, said
+    assert not run(exercise_2, exercise_2.stub)[0]
 
 
 def test_checks_never_ask_the_notebooks_backend(monkeypatch):
@@ -184,15 +280,14 @@ def test_checks_never_ask_the_notebooks_backend(monkeypatch):
     monkeypatch.setenv("WORKSHOP_CHAT_MODEL", "smollm2-135m-instruct")
     monkeypatch.setenv("WORKSHOP_SERVER_PROFILE", "llama.cpp")
     client_module.reset_default()
-    follow_correction.cache_clear()
     try:
         assert quiet_check(exercise_1, defined(exercise_1, exercise_1.solution_code)[0])[0]
-        assert quiet_check(exercise_2, "My advisor is Dr. Okafor.")[0]
-        passed, said = quiet_check(exercise_2, "My new advisor is Dr. Okafor.")
-        assert not passed and "new attribute" in said
+        passed, said = run(exercise_2, exercise_2.solution_code)
+        assert passed and "profile agrees" in said, said
+        passed, said = run(exercise_2, WRONG_RULES["a denial becomes the value"][0])
+        assert not passed and "NOT theirs" in said
     finally:
         client_module.reset_default()
-        follow_correction.cache_clear()
 
 
 # ---------------------------------------------------------------- exercise 3: rank past turns by meaning

@@ -1,30 +1,22 @@
 """Exercises of notebook 09: the budget split by hand, a correction, ranking by meaning, and staleness.
 
 The first check calls the learner's function on worked and generated token counts (no model, no server).
-The second runs the learner's sentence through the whole memory on the offline stand-in (its embeddings are
-the local MiniLM model, its answers documented rules), in a few generated conversations, whatever backend the
-notebook uses. The fourth passes its own dates (generated from a seed) and never reads the clock for a
+The second calls the learner's correction rule on worked and generated profiles, each with one new statement
+(a correction, a restatement, a new attribute or a denial), and compares the notebook's correction with the
+package's profile. The fourth passes its own dates (generated from a seed) and never reads the clock for a
 verdict: the same verdict on any backend and on any day.
 """
 from __future__ import annotations
 
 import math
 import random
-import re
 from datetime import datetime, timedelta, timezone
-from functools import lru_cache
 from typing import Any
 
-from helpers.llm.client import chat
-from helpers.llm.config import load_settings
 from helpers.exercises import Exercise, Hint
-from helpers.memory.assembler import MemoryAssembler
 from helpers.core import clock
 from helpers.memory.profile import ProfileFact, ProfileMemory
 from helpers.memory.recall import is_question
-from helpers.memory.recall_index import RecallIndex
-from helpers.chat.chat_session import SESSION_SYSTEM_PROMPT
-from helpers.standin.server import make_offline_client
 
 # ---------------------------------------------------------------- exercise 1: the budget split by hand
 
@@ -160,126 +152,290 @@ exercise_1 = Exercise(
     context=lambda: {"SHARES": dict(SHARES)},
 )
 
-# ---------------------------------------------------------------- exercise 2: a correction, end to end
+# ---------------------------------------------------------------- exercise 2: a correction the memory gets right
 
-FIRST = "My advisor is Dr. Varga."
-QUESTIONS = ("When does the AI club meet?", "Where can I print a poster?", "When is the library open?",
-             "Where is the IT help desk?", "When is the career fair?", "Where is the writing centre?")
-PROBE = "Who is my advisor?"
-OLD_VALUE, NEW_VALUE = "Varga", "Okafor"
-SEEDS = (0, 1, 2)
-NEGATION = re.compile(r"\b(?:not|no longer|never|no more|n't|nobody|none)\b", re.IGNORECASE)  # a denial, not a value
-WINDOW = 2  # the newest turns stay in the window; the correction has left it when the probe is asked
+STATEMENT_KEYS = ("label", "value", "turn")
 
 
-def _offline() -> dict:
-    return {"client": make_offline_client(), "settings": load_settings("offline")}
+def _same(a: Any, b: Any) -> bool:
+    """Two labels or values as the profile compares them: without case or extra spaces."""
+    return " ".join(str(a).casefold().split()) == " ".join(str(b).casefold().split())
 
 
-def _plain_turn(text: str) -> list[dict]:
-    return [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+def reference_apply(current: list[dict], superseded: list[dict], new: dict) -> tuple[list[dict], list[dict]]:
+    """The profile's rule for one statement: a new value replaces the old, which is kept as superseded.
+
+    The same value again changes nothing; a negated statement is never a value, it retires the current value
+    it denies (and nothing, when it denies another)."""
+    old = next((fact for fact in current if _same(fact["label"], new["label"])), None)
+    fact = {key: new[key] for key in STATEMENT_KEYS}
+    if new["negated"]:
+        if old is None or not _same(old["value"], new["value"]):
+            return list(current), list(superseded)
+        return [f for f in current if f is not old], [*superseded, {**old, "replaced_at": new["turn"]}]
+    if old is None:
+        return [*current, fact], list(superseded)
+    if _same(old["value"], new["value"]):
+        return list(current), list(superseded)  # a restatement (refreshing its turn is right too)
+    return [fact if f is old else f for f in current], [*superseded, {**old, "replaced_at": new["turn"]}]
 
 
-def conversation(seed: int, my_correction: str) -> tuple[list[str], int]:
-    """A generated conversation: the advisor, some questions, ``my_correction``, more questions.
+LABELS = ("advisor", "major", "dorm", "preference/stop", "locker number", "club", "minor", "lab partner",
+          "preference/seat", "shift")
+VALUES = ("Dr. Varga", "Dr. Okafor", "Dr. Haddad", "statistics", "data science", "Birch House", "Elm Court",
+          "the north gate stop", "the south gate stop", "4471", "2210", "the chess club", "the AI club", "Lena",
+          "Tomás", "the front row", "evenings", "mornings")
 
-    Returns the turns and the id of the correction's turn.
-    """
-    rng = random.Random(seed)
-    asked = rng.sample(QUESTIONS, len(QUESTIONS))
-    before = 1 + seed % 3  # one, two or three questions before the correction
-    after = rng.randint(WINDOW, len(asked) - before)
-    return [FIRST, *asked[:before], my_correction, *asked[before:before + after]], before + 1
-
-
-@lru_cache(maxsize=64)
-def follow_correction(my_correction: str, seed: int = SEEDS[0]) -> dict:
-    """Run a generated conversation with ``my_correction`` through the whole memory, offline.
-
-    Returns the turns, the correction's turn id, the profile's current facts and history, its lines,
-    the memory blocks sent with the probe and the stand-in's answer.
-    """
-    offline = _offline()
-    profile = ProfileMemory(user_id="student", extractor="rules")
-    memory = MemoryAssembler(summariser=False, recall=RecallIndex(**offline), profile=profile, **offline)
-    said, at = conversation(seed, my_correction)
-    turns = [(turn_id, _plain_turn(text)) for turn_id, text in enumerate(said)]
-    for turn_id, messages in turns:
-        memory.remember(turn_id, messages)
-    assembly = memory.build(SESSION_SYSTEM_PROMPT, turns[-WINDOW:], PROBE, budget=2000)
-    answer = chat(assembly.request, **offline).choices[0].message.content
-    blocks = [m["content"] for m in assembly.messages[1:] if m["role"] == "system"]
-    return {"said": said, "at": at, "facts": list(profile.facts.values()), "history": profile.history,
-            "profile": profile.lines(), "blocks": blocks, "answer": answer}
-
-
-def show_correction(my_correction: str) -> None:
-    """Print what each part of the memory made of ``my_correction`` in the first generated conversation."""
-    result = follow_correction(my_correction)
-    at, last = result["at"], len(result["said"]) - 1
-    asked = lambda a, b: f"turn {a} a campus question" if a == b else f"turns {a}-{b} campus questions"  # noqa: E731
-    print(f"conversation: turn 0 {FIRST!r}, {asked(1, at - 1)}, turn {at} yours, {asked(at + 1, last)}; "
-          f"then {PROBE!r}")
-    print("profile:     ", "; ".join(line[2:] for line in result["profile"]) or "(empty)")
-    print("history:     ", "; ".join(f"{f.label} = {f.value!r} (turn {f.turn_id})" for f in result["history"])
-          or "(none)")
-    print("context:")
-    for block in result["blocks"]:
-        print("  " + block.replace("\n", "\n  "))
-    print("answer:      ", result["answer"])
+# (what the case is about, current, superseded, the new statement)
+WORKED_CORRECTIONS = (
+    ("the notebook's correction: Dr. Okafor replaces Dr. Varga",
+     [{"label": "advisor", "value": "Dr. Varga", "turn": 0}, {"label": "major", "value": "statistics", "turn": 1}],
+     [], {"label": "advisor", "value": "Dr. Okafor", "turn": 4, "negated": False}),
+    ("a second correction of the same attribute",
+     [{"label": "dorm", "value": "Elm Court", "turn": 6}],
+     [{"label": "dorm", "value": "Birch House", "turn": 2, "replaced_at": 6}],
+     {"label": "dorm", "value": "Maple Hall", "turn": 9, "negated": False}),
+    ("'Dr. Okafor is not my advisor' while the advisor is Dr. Varga",
+     [{"label": "advisor", "value": "Dr. Varga", "turn": 0}], [],
+     {"label": "advisor", "value": "Dr. Okafor", "turn": 5, "negated": True}),
+    ("'Dr. Varga is no longer my advisor'",
+     [{"label": "advisor", "value": "Dr. Varga", "turn": 0}], [],
+     {"label": "advisor", "value": "Dr. Varga", "turn": 5, "negated": True}),
+    ("a label in other case: 'Advisor'",
+     [{"label": "advisor", "value": "Dr. Varga", "turn": 0}], [],
+     {"label": "Advisor", "value": "Dr. Okafor", "turn": 3, "negated": False}),
+    ("the same value again, in other case",
+     [{"label": "major", "value": "statistics", "turn": 1}], [],
+     {"label": "major", "value": "Statistics", "turn": 7, "negated": False}),
+    ("a new attribute",
+     [{"label": "advisor", "value": "Dr. Varga", "turn": 0}], [],
+     {"label": "club", "value": "the chess club", "turn": 2, "negated": False}),
+)
 
 
-def _judge_correction(my_correction: str, seed: int) -> dict:
-    result = follow_correction(my_correction, seed)
-    at = result["at"]
-    from_it = [f for f in result["facts"] if f.turn_id == at]
-    advisor = next((f for f in result["facts"] if f.key == "advisor"), None)
-    if not from_it:
-        if is_question(my_correction):
-            raise Hint("That is a question, and a question states no fact: the profile ignores it. Tell the "
-                       "assistant, as a statement, that your advisor is Dr. Okafor.")
-        raise Hint("The profile found no statement about the student in that sentence. Its rule reads "
-                   "'my <attribute> is <value>' (and a few fixed phrasings).")
-    if advisor is None or advisor.turn_id != at:
-        names = ", ".join(repr(f.label) for f in from_it)
-        raise Hint(f"That became a new attribute ({names}), so the profile keeps both, and Dr. Varga is still "
-                   "the advisor. A correction must name the same attribute as turn 0: 'my advisor ...'.")
-    if advisor.value.lower() == FIRST.lower()[len("my advisor is "):].rstrip("."):
-        raise Hint(f"That repeats the old value: the profile's advisor is still {advisor.value!r} (only its "
-                   f"date moved to turn {at}). Give the new value, Dr. {NEW_VALUE}.")
-    if NEW_VALUE.lower() not in advisor.value.lower():
-        raise Hint(f"The profile's advisor is now {advisor.value!r}, a value of its own; the new advisor is "
-                   f"Dr. {NEW_VALUE}: say 'my advisor is Dr. {NEW_VALUE}'.")
-    if NEGATION.search(advisor.value):
-        raise Hint(f"The profile stored {advisor.value!r} as your advisor: a sentence that says who is NOT "
-                   "your advisor names no new one, and the assistant would read that denial as a fact. Say "
-                   f"who your advisor is now: Dr. {NEW_VALUE}.")
-    unmarked = [line for block in result["blocks"] for line in block.splitlines()
-                if OLD_VALUE in line and "superseded" not in line]
-    if unmarked:
-        raise Hint(f"The context still quotes the old value without a note: {unmarked[0]!r}.")
-    if NEW_VALUE not in result["answer"]:
-        raise Hint(f"The answer to {PROBE!r} was {result['answer']!r}, not the new advisor.")
-    return result
+def _case_variant(rng: random.Random, text: str) -> str:
+    return rng.choice([text, text.upper(), text.title(), text.capitalize(), text.lower()])
 
 
-def _check_correction(my_correction) -> str:
-    if not isinstance(my_correction, str) or not my_correction.strip():
-        raise Hint("my_correction must be a sentence, as the student would type it.")
-    results = [_judge_correction(my_correction, seed) for seed in SEEDS]
-    value = next(f.value for f in results[0]["facts"] if f.key == "advisor")
-    return (f"in {len(results)} generated conversations the profile's advisor is {value!r} with "
-            f"Dr. {OLD_VALUE} as history, the context quotes Dr. {OLD_VALUE} only as superseded, and the "
-            f"answer is: {results[0]['answer']}")
+def generated_corrections(seed: int = 9, n: int = 120) -> list[tuple[str, list[dict], list[dict], dict]]:
+    """Seeded profiles, each with one new statement: a correction, a restatement, a new attribute, a denial of the
+    current value or of another one; labels and values in any case."""
+    rng, cases = random.Random(seed), []
+    kinds = ("correction", "restatement", "new attribute", "denial of the current value", "denial of another value")
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        labels = rng.sample(LABELS, rng.randint(1, 4))
+        turn, current, superseded = 0, [], []
+        for label in labels:
+            for _ in range(rng.randint(0, 2)):  # earlier values of this attribute, each replaced by the next
+                superseded.append({"label": label, "value": rng.choice(VALUES), "turn": turn})
+                turn += rng.randint(1, 3)
+                superseded[-1]["replaced_at"] = turn
+            current.append({"label": label, "value": rng.choice(VALUES), "turn": turn})
+            turn += rng.randint(1, 3)
+        rng.shuffle(current)
+        superseded.sort(key=lambda fact: fact["replaced_at"])
+        target = rng.choice(current)
+        other = rng.choice([v for v in VALUES if not _same(v, target["value"])])
+        label = _case_variant(rng, target["label"])
+        if kind == "correction":
+            new = {"label": label, "value": other, "negated": False}
+        elif kind == "restatement":
+            new = {"label": label, "value": _case_variant(rng, target["value"]), "negated": False}
+        elif kind == "new attribute":
+            free = [lab for lab in LABELS if lab not in labels]
+            new = {"label": rng.choice(free), "value": rng.choice(VALUES), "negated": False}
+        elif kind == "denial of the current value":
+            new = {"label": label, "value": _case_variant(rng, target["value"]), "negated": True}
+        else:
+            new = {"label": label, "value": other, "negated": True}
+        new["turn"] = turn + rng.randint(1, 5)
+        cases.append((kind, current, superseded, new))
+    return cases
 
+
+def _shown_statement(new: dict) -> str:
+    said = "denies" if new["negated"] else "says"
+    return f"turn {new['turn']} {said} {new['label']} = {new['value']!r}"
+
+
+def _read_facts(facts: Any, which: str, keys: tuple[str, ...]) -> list[tuple]:
+    """A returned list of facts as comparable rows (label and value without case), or a Hint on its shape."""
+    if not isinstance(facts, (list, tuple)) or not all(isinstance(fact, dict) for fact in facts):
+        raise Hint(f"the {which} facts came back as {facts!r:.80}; return a list of dicts like the ones you got.")
+    rows = []
+    for fact in facts:
+        missing = [key for key in keys if key not in fact]
+        if missing == ["replaced_at"]:
+            raise Hint(f"the superseded fact {fact!r:.80} has no 'replaced_at'. Give each replaced fact the turn "
+                       "that replaced it: {**old, \"replaced_at\": new[\"turn\"]}.")
+        if missing:
+            raise Hint(f"a {which} fact, {fact!r:.80}, has no {', '.join(map(repr, missing))}; keep "
+                       f"{', '.join(map(repr, keys))} on each.")
+        rows.append(tuple(" ".join(str(fact[k]).casefold().split()) if k in ("label", "value") else fact[k]
+                          for k in keys))
+    return rows
+
+
+def _norm(text: Any) -> str:
+    return " ".join(str(text).casefold().split())
+
+
+def _judge_apply(got: Any, about: str, current: list[dict], superseded: list[dict], new: dict) -> None:
+    """Raise the Hint that names the first part of the rule ``got`` breaks for this case."""
+    case = f"For {about} ({_shown_statement(new)}): "
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Hint(case + f"you returned {got!r:.80}; return two lists, (current, superseded).")
+    history_keys = (*STATEMENT_KEYS, "replaced_at")
+    now, gone = _read_facts(got[0], "current", STATEMENT_KEYS), _read_facts(got[1], "superseded", history_keys)
+    want_now, want_gone = reference_apply(current, superseded, new)
+    want_now, want_gone = _read_facts(want_now, "current", STATEMENT_KEYS), _read_facts(want_gone, "", history_keys)
+    before = _read_facts(superseded, "", history_keys)
+    label, value = _norm(new["label"]), _norm(new["value"])
+    old = next((f for f in current if _same(f["label"], new["label"])), None)
+    mine = [row for row in now if row[0] == label]
+    labels = [f["label"] for f in got[0] if _same(f["label"], new["label"])]
+    if sorted(r for r in now if r[0] != label) != sorted(r for r in want_now if r[0] != label):
+        raise Hint(case + "the other attributes changed. A statement touches only its own attribute; keep "
+                          "every other current fact as it was.")
+    if len(mine) > 1:
+        if len(set(labels)) > 1:
+            raise Hint(case + f"the current facts hold {labels[0]!r} and {labels[1]!r} as two attributes. Labels "
+                              "name the same attribute in any case: compare them with .casefold() (or .lower()).")
+        raise Hint(case + f"the current facts hold {len(mine)} values of {new['label']!r}. A correction replaces "
+                          "the old value: only the newest stays current, the old one moves to superseded.")
+    if new["negated"]:
+        if old is not None and _same(old["value"], value):  # it denies the current value
+            if mine:
+                raise Hint(case + f"{old['value']!r} is still current. The student said it no longer holds: it "
+                                  "leaves the current facts and moves to superseded, with replaced_at = the turn.")
+            if gone == before:
+                raise Hint(case + f"{old['value']!r} left the current facts but not into superseded: the history "
+                                  "is dropped. Keep the retired value, with replaced_at = the denial's turn.")
+        elif mine and mine[0][1] == value:
+            raise Hint(case + f"the current {new['label']} became {new['value']!r}, a value the student said is "
+                              "NOT theirs. A negated statement is never a value: check new['negated'] first.")
+        elif now != want_now or gone != want_gone:
+            held = old["value"] if old else None
+            raise Hint(case + f"the profile holds {new['label']} = {held!r}, not the value denied: nothing "
+                              "changes. A denial retires only the value it names.")
+    elif old is None:
+        if not mine:
+            raise Hint(case + f"{new['label']!r} is a new attribute: add it to the current facts.")
+    elif not _same(old["value"], value):  # a correction
+        if not mine:
+            raise Hint(case + f"the profile now has no {new['label']}. The new value becomes current.")
+        if mine[0][1] != value:
+            raise Hint(case + f"the current {new['label']} is still {mine[0][1]!r}. The newer statement is the "
+                              "value now.")
+        if mine[0][2] != new["turn"]:
+            raise Hint(case + f"the new value says turn {mine[0][2]!r}; it was said in turn {new['turn']}.")
+        if gone == before:
+            raise Hint(case + f"the old value {old['value']!r} is gone: the history is dropped. Append it to "
+                              "superseded, with replaced_at = the turn of the correction.")
+    else:  # a restatement: the same value, its turn kept or refreshed
+        if len(gone) > len(before):
+            spelt = (f" ({old['value']!r} in other case: compare values with .casefold() too)"
+                     if old["value"] != new["value"] else "")
+            raise Hint(case + f"{new['value']!r} is the value already current{spelt}, so nothing is replaced. A "
+                              "restatement is not a correction: superseded must not grow.")
+        if not mine or mine[0][1] != _norm(old["value"]) or mine[0][2] not in (old["turn"], new["turn"]):
+            raise Hint(case + f"the same value again keeps {new['label']} = {old['value']!r} current (its turn "
+                              "may move to the restatement's).")
+        want_now = [mine[0] if row[0] == label else row for row in want_now]
+    if sorted(now) != sorted(want_now):
+        raise Hint(case + f"current should hold {sorted(want_now)}; you returned {sorted(now)}.")
+    if gone != want_gone:
+        if sorted(gone, key=repr) == sorted(want_gone, key=repr):
+            raise Hint(case + "superseded holds the right values in another order: append, so the oldest "
+                              "stays first.")
+        added = [row for row in gone if row not in before]
+        if gone[:len(before)] != before:
+            raise Hint(case + "the earlier superseded values changed. Keep the history as it was and append the "
+                              "replaced value at its end.")
+        if added and want_gone and added[-1][:3] == want_gone[-1][:3]:
+            raise Hint(case + f"the replaced value is marked replaced_at={added[-1][3]!r}; it was replaced in "
+                              f"turn {new['turn']}, the new statement's turn.")
+        if added and want_gone and added[-1][2] == new["turn"]:
+            raise Hint(case + "the replaced value carries the new statement's turn; keep its own turn, and put "
+                              "the new one in replaced_at.")
+        raise Hint(case + f"superseded should be {want_gone}; you returned {gone}.")
+
+
+def _copy(facts: list[dict]) -> list[dict]:
+    return [dict(fact) for fact in facts]
+
+
+def _call_apply(apply_statement, about, current, superseded, new) -> Any:
+    try:
+        return apply_statement(_copy(current), _copy(superseded), dict(new))
+    except Exception as error:
+        raise Hint(f"For {about} ({_shown_statement(new)}), apply_statement raised {type(error).__name__}: "
+                   f"{error}.") from None
+
+
+def _check_apply(apply_statement) -> str:
+    if not callable(apply_statement):
+        raise Hint("apply_statement should be a function: def apply_statement(current, superseded, new): ...")
+    cases = list(WORKED_CORRECTIONS) + generated_corrections()
+    for about, current, superseded, new in cases:
+        _judge_apply(_call_apply(apply_statement, about, current, superseded, new), about, current, superseded, new)
+    profile = ProfileMemory(user_id="student", extractor="rules")  # the package's profile, on the same turns
+    profile.update(0, "My advisor is Dr. Varga.")
+    profile.update(4, "Actually, my advisor is now Dr. Okafor.")
+    mine = _call_apply(apply_statement, *WORKED_CORRECTIONS[0])
+    agrees = ([f["value"] for f in mine[0] if _same(f["label"], "advisor")] == [profile.get("advisor").value]
+              and [f["value"] for f in mine[1]] == [f.value for f in profile.history])
+    return (f"{len(WORKED_CORRECTIONS)} worked and {len(cases) - len(WORKED_CORRECTIONS)} generated statements: each "
+            "correction replaces the old value and keeps it as superseded, a restatement changes nothing, a denial "
+            "retires only the value it names." + (" The package's profile agrees on the notebook's correction."
+                                                  if agrees else ""))
+
+
+def show_correction(apply_statement) -> None:
+    """Print what ``apply_statement`` makes of the notebook's correction: the profile before and after."""
+    about, current, superseded, new = WORKED_CORRECTIONS[0]
+    print("current:   ", current)
+    print("statement: ", new)
+    try:
+        got_now, got_gone = apply_statement(_copy(current), _copy(superseded), dict(new))
+    except Exception as error:  # a learner's function: say what happened, never a traceback
+        print(f"apply_statement raised {type(error).__name__}: {error}")
+        return
+    print("current:   ", got_now)
+    print("superseded:", got_gone)
+
+
+APPLY_STUB = '''def apply_statement(current, superseded, new):
+    """The profile after one new statement: (current, superseded).
+
+    current: the facts in force, e.g. [{"label": "advisor", "value": "Dr. Varga", "turn": 0}];
+    superseded: replaced facts, oldest first, each also with "replaced_at" (the turn that replaced it);
+    new: a statement's extracted fact, {"label", "value", "turn", "negated"}."""
+    fact = {"label": new["label"], "value": new["value"], "turn": new["turn"]}
+    return current + [fact], superseded  # keeps every value it is told'''
+APPLY_SOLUTION = '''def apply_statement(current, superseded, new):
+    same = lambda a, b: a.casefold() == b.casefold()
+    old = next((f for f in current if same(f["label"], new["label"])), None)
+    if new["negated"]:  # "X is no longer my advisor": retire X if it is current, never store it
+        if old is None or not same(old["value"], new["value"]):
+            return current, superseded
+        return [f for f in current if f is not old], superseded + [{**old, "replaced_at": new["turn"]}]
+    fact = {"label": new["label"], "value": new["value"], "turn": new["turn"]}
+    if old is None:
+        return current + [fact], superseded
+    if same(old["value"], new["value"]):  # a restatement: nothing is replaced
+        return current, superseded
+    return [fact if f is old else f for f in current], superseded + [{**old, "replaced_at": new["turn"]}]'''
 
 exercise_2 = Exercise(
-    "09.2", "a correction the memory gets right",
-    stub='my_correction = "I switched advisors."  # say that your advisor is now Dr. Okafor',
-    solution_code='my_correction = "Actually, my advisor is now Dr. Okafor."',
-    checker=_check_correction, answers=("my_correction",),
-    hints=("Run show_correction(my_correction): what did the profile make of your sentence?",
-           "Say it with the same attribute as turn 0, 'my advisor is ...', and the new name."),
+    "09.2", "a correction the memory gets right", stub=APPLY_STUB, solution_code=APPLY_SOLUTION,
+    checker=_check_apply, answers=("apply_statement",),
+    hints=("Run show_correction(apply_statement): how many advisors are current afterwards?",
+           "Find the current fact with the same label (compare with .casefold()). A different value replaces it; "
+           "the old fact goes to superseded with replaced_at=new['turn'].",
+           "Check new['negated'] first: a denial retires the current value only when it names that value, and is "
+           "never stored as one."),
 )
 
 
