@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from helpers.core.words import stem  # noqa: F401  (words are folded as lexical recall folds them)
 from helpers.retrieval import embeddings
 from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import is_block_line  # quoted turns, passages and fact lines are not instructions
@@ -95,23 +96,6 @@ GENERIC = frozenset("name named called number code day date time place one thing
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TERM = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*(?:'[a-z]+)?")  # "co-supervisor" is not "supervisor"
 _CONTRACTION = re.compile(r"'(?:s|re|m|ve|d|ll)$|n't$")
-
-
-def stem(word: str) -> str:
-    """A rough English stem: plural, -ing, -ed and -ly endings removed ("swimming" -> "swim")."""
-    w = word.lower().replace("’", "'")
-    w = w[:-2] if w.endswith(("'s", "s'")) else w.rstrip("'")
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    for suffix, keep in (("ing", 3), ("ed", 3), ("ly", 4), ("es", 4), ("s", 3)):
-        if w.endswith(suffix) and len(w) - len(suffix) >= keep and not w.endswith(("ss", "us", "is")):
-            if suffix == "es" and not w[:-2].endswith(("s", "x", "z", "ch", "sh")):
-                continue
-            w = w[: -len(suffix)]
-            if suffix in ("ing", "ed") and len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
-                w = w[:-1]  # "swimm" -> "swim", "planned" -> "plan"
-            break
-    return w
 
 
 _ENDINGS = frozenset("e y ion ation ition ic ical al or er ee ment ive ist ism ity ure ance ence ant ent ous "
