@@ -221,6 +221,8 @@ RIGHT = [
                              "no appointment is needed [office-hours-cs].")),
     (nb03.exercise_1, answer("Drop in on Tuesdays between 2pm and 4pm, in person, at rooms 310-318 of Halvorsen "
                              "Hall, without booking [office-hours-cs].")),
+    (nb03.exercise_1, answer("On campus, in Halvorsen Hall’s CS rooms on the third floor: Tuesday 14:00-16:00 "
+                             "[office-hours-cs].")),
 
     (nb03.exercise_2, nb03.exercise_2.solution_code),
     (nb03.exercise_2, 'my_requests = {"Where is the IT help desk?": "campus", "Recommend a movie for tonight": '

@@ -82,7 +82,8 @@ _PLACE = re.compile(r"\b(?:in|at|on|inside|within|near|over|via)\s+((?:(?!(?:in|
                     r"each|with|for|and|or|by|during|between|when|where|so|but)\b)[\w'-]+\s*){1,6})", re.I)
 _NOT_A_PLACE = {"the", "a", "an", "of", "person", "general", "short", "total", "particular", "practice", "fact",
                 "afternoon", "afternoons", "morning", "mornings", "evening", "evenings", "week", "weeks", "pm",
-                "am", "noon", "o'clock", "time", "case", "addition", "turn", "hours", "office"}
+                "am", "noon", "o'clock", "time", "case", "addition", "turn", "hours", "office", "campus",
+                "cs"}  # "cs": the passage's Computer Science
 # A way of meeting that is not a place: the passage names a building and its rooms, nothing held at a distance.
 _REMOTE = re.compile(r"\b(?:online|on-?line|virtual(?:ly)?|remote(?:ly)?|zoom|teams|skype|video(?:[ -]?call)?|"
                      r"e-?mail|by phone|over the phone|webinar)\b", re.I)
@@ -103,7 +104,8 @@ def _places_not_in(answer: str, passage: str) -> list[str]:
         said = facts_in(phrase)
         if said.of("day") or said.of("time") or _REMOTE.search(phrase):
             continue  # "on Tuesdays", "at 2pm": when, not where; "on Zoom" has a hint of its own
-        words = [w for w in re.findall(r"[\w'-]+", phrase.lower()) if w not in _NOT_A_PLACE]
+        words = [re.sub(r"'s$", "", w) for w in re.findall(r"[\w'-]+", phrase.lower().replace("’", "'"))]
+        words = [w for w in words if w not in _NOT_A_PLACE]  # "Halvorsen Hall's" is Halvorsen Hall
         if any(w.isalpha() and _stem(w) not in have for w in words) and phrase not in missing:
             missing.append(phrase)
     return missing
