@@ -165,6 +165,8 @@ WRONG_RULES = {  # plausible wrong rules, and the hint each must get
                                                     "it was replaced in turn 4, the new statement's turn"),
     "the new value keeps the old value's turn": (_rule(kept="{**fact, 'turn': old['turn']}"),
                                                  "the new value says turn 0; it was said in turn 4"),
+    "the old value is marked superseded but stays current": (_rule(kept="old"), "the current advisor is still "
+                                                                               "'Dr. Varga'"),
     "the other facts are dropped": (_rule(kept="fact", replaced="superseded + [{**old, 'replaced_at': "
                                           "new['turn']}]").replace("[fact if f is old else f for f in current]",
                                                                    "[fact]"), "the other attributes changed"),

@@ -326,8 +326,9 @@ def _judge_apply(got: Any, about: str, current: list[dict], superseded: list[dic
         if not mine:
             raise Hint(case + f"the profile now has no {new['label']}. The new value becomes current.")
         if mine[0][1] != value:
-            raise Hint(case + f"the current {new['label']} is still {mine[0][1]!r}. The newer statement is the "
-                              "value now.")
+            held = next(f["value"] for f in got[0] if _same(f["label"], new["label"]))
+            raise Hint(case + f"the current {new['label']} is still {held!r}. The newer statement is the value "
+                              "now.")
         if mine[0][2] != new["turn"]:
             raise Hint(case + f"the new value says turn {mine[0][2]!r}; it was said in turn {new['turn']}.")
         if gone == before:
