@@ -107,3 +107,20 @@ def test_nothing_matching_brings_no_context():
     index = fresh()
     _exchange(index, 0, DAY)
     assert index.search("ok thanks", k=4) == []
+
+
+def _sides(found, turn_id):
+    item = next(item for item in found if item.turn_id == turn_id)
+    return [line.split("] ", 1)[1].split(":", 1)[0] for line in item.text.split("\n")]
+
+
+def test_a_weak_other_side_is_not_quoted_with_its_turn():
+    index = fresh()
+    index.add(0, turn("My canoe trip on the Tarn river is on Saturday.", "Pack a raincoat for the weekend."))
+    index.add(1, turn("I packed the canoe paddles for the Tarn trip.", "The Tarn canoe trip sounds like fun."))
+    index.add(2, turn("The museum trip was long.", "Museums are tiring."))
+    # ranked lines (turn x 2 + side): turn 0's answer ranks last, at a fifth of its statement's score
+    ranked = [(0, 0.20), (2, 0.19), (3, 0.18), (4, 0.10), (1, 0.04)]
+    found = index._merged(ranked, k=3)
+    assert _sides(found, 0) == ["user"]  # its tokens go to better lines
+    assert _sides(found, 1) == ["user", "assistant"]  # both lines ranked near each other: both are quoted

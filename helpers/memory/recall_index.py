@@ -79,6 +79,7 @@ BM25_K1, BM25_B = 1.2, 0.4
 # (d = 1, 2: the other side of its turn, the sides of the turns around it) when they were said the same day.
 # Chosen on LoCoMo's tuning half.
 CONTEXT_WEIGHTS = (0.4, 0.4)
+JOIN_SHARE = 0.5  # a turn's other side is quoted with it when it scores at least this share of the turn's best line
 MERGE_PEERS = 4  # a line is compared with at most this many earlier groups (found by its rarest words)
 MERGE_KEYS = 4  # ... the groups that hold one of its this many rarest words
 USER, ASSISTANT = 0, 1  # the two sides of a turn, ranked as lines of their own
@@ -366,7 +367,8 @@ class RecallIndex:
     def _merged(self, ranked: list[tuple[int, float]], k: int) -> list[Recalled]:
         """Up to ``k`` turns from ranked lines, merging near-identical statements into their newest occurrence.
 
-        A line of a turn already chosen adds its side to that turn's quote; a line that restates an earlier
+        A line of a turn already chosen adds its side to that turn's quote when it scores at least
+        ``JOIN_SHARE`` of the turn's best line (a weak other side is not worth its tokens); a line that restates an earlier
         group's first line (``near_identical``) joins that group; any other line starts a turn of its own
         until there are ``k``."""
         lexical = self._lexical_index()
@@ -376,7 +378,8 @@ class RecallIndex:
         for code, score in ranked:
             turn_id, side = divmod(code, 2)
             if turn_id in of_turn:
-                of_turn[turn_id]["sides"].setdefault(turn_id, set()).add(side)
+                if score >= JOIN_SHARE * of_turn[turn_id]["score"]:  # a weak other side is not worth its tokens
+                    of_turn[turn_id]["sides"].setdefault(turn_id, set()).add(side)
                 continue
             text = lexical.text(code)
             keys = lexical.rarest(code, MERGE_KEYS)
