@@ -284,13 +284,15 @@ def evaluate(conversation: ld.Conversation, budgets: Sequence[int] = BUDGETS, *,
 
 
 def long_history_ms(conversations: Sequence[ld.Conversation], target: int = 700, budgets: Sequence[int] = (900,),
-                    questions: int = 200) -> tuple[int, float, list[float]]:
+                    questions: int = 200) -> tuple[int, float, list[float], list[int]]:
     """Context time on a longer history than any one conversation: the conversations' turns fed end to end (turn
     ids continuing, each with its own date) until there are at least ``target``, then up to ``questions`` of their
     questions built at each budget. Returns (turns fed, ingest seconds, ms of each build)."""
     turns: list[ld.Turn] = []
     asked: list[str] = []
+    fed: list[int] = []
     for conversation in conversations:
+        fed.append(conversation.id)
         turns += [replace(turn, turn_id=len(turns) + n) for n, turn in enumerate(ld.conversation_turns(conversation))]
         asked += [q.text for q in conversation.questions if q.evidence]
         if len(turns) >= target:
@@ -305,12 +307,12 @@ def long_history_ms(conversations: Sequence[ld.Conversation], target: int = 700,
                 started = time.perf_counter()
                 memory.build(SYSTEM_PROMPT, window, question, budget=budget)
                 timings.append(1000 * (time.perf_counter() - started))
-    return len(turns), seconds, timings
+    return len(turns), seconds, timings, fed
 
 
 def long_history_line(conversations: Sequence[ld.Conversation], target: int, budgets: Sequence[int]) -> str:
-    turns, seconds, ms = long_history_ms(conversations, target, budgets)
-    return (f"\nLonger history ({turns} turns, conversations {', '.join(str(c.id) for c in conversations)} fed end "
+    turns, seconds, ms, fed = long_history_ms(conversations, target, budgets)
+    return (f"\nLonger history ({turns} turns, conversations {', '.join(map(str, fed))} fed end "
             f"to end): ingest {turns / seconds:.0f} turns/s; one question's context p50 {_percentile(ms, 50):.1f} "
             f"ms, p95 {_percentile(ms, 95):.1f} ms over {len(ms)} builds at {', '.join(map(str, budgets))} tokens")
 

@@ -249,9 +249,10 @@ def test_answers_with_a_model_print_f1_the_judge_and_the_published_figures(folde
 
 def test_a_longer_history_is_fed_end_to_end_and_timed(folder):
     conversations = ld.load_folder(folder)
-    turns, seconds, ms = locomo_eval.long_history_ms(conversations, target=5, budgets=(200, 400), questions=3)
+    turns, seconds, ms, fed = locomo_eval.long_history_ms(conversations, target=5, budgets=(200, 400), questions=3)
     per_conversation = len(ld.conversation_turns(conversations[0]))
     assert turns == 2 * per_conversation  # one conversation is too short: the second is fed after it
-    assert seconds > 0 and len(ms) == 3 * 2 and all(m > 0 for m in ms)
+    assert seconds > 0 and len(ms) == 3 * 2 and all(m > 0 for m in ms) and fed == [26, 44]
+    assert locomo_eval.long_history_ms(conversations, target=1, budgets=(400,), questions=1)[3] == [26]
     line = locomo_eval.long_history_line(conversations, 5, (400,))
     assert f"{turns} turns, conversations 26, 44" in line and "p95" in line
