@@ -75,7 +75,11 @@ def run_notebook(path: Path, env: dict, cell_timeout: int) -> NotebookRun:
         try:
             client.execute(cwd=scratch)
         except (CellExecutionError, CellTimeoutError) as err:  # a timeout ends the run of this notebook
-            result.errors.append(str(err).splitlines()[0][:160])
+            started_only = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                            and "iopub.execute_input" in c.metadata.get("execution", {})
+                            and "shell.execute_reply" not in c.metadata.get("execution", {})]
+            where = f"cell {started_only[0]}: " if started_only else ""
+            result.errors.append(where + str(err).splitlines()[0][:160])
         finally:
             os.environ.clear()
             os.environ.update(old)

@@ -97,13 +97,13 @@ def _check_shares(choose_shares) -> str:
         if mine.stale:
             raise Hint(f"At {budget} tokens {mine.stale} questions see an old value without its 'superseded' mark: "
                        "keep the layer that names corrections (the profile) in the request.")
-        if mine.sent * 2 <= mine.fits:
-            raise Hint(f"At {budget} tokens the newest turn would fit on its own in {mine.fits} requests, and the "
-                       f"window carried it in {mine.sent}. " + _window_hint(choose_shares, budget))
         if mine.in_summary < mine.everything_fits:
             raise Hint(f"At {budget} tokens every part fits in full in {mine.everything_fits} requests, yet your "
                        f"shares send the summary in {mine.in_summary}. Shrink a layer when the room is tight; "
                        "when there is room, give it what it needs.")
+        if mine.sent * 10 < mine.fits * 9:  # the newest turn is the one a follow-up needs: nearly always
+            raise Hint(f"At {budget} tokens the newest turn would fit on its own in {mine.fits} requests, and the "
+                       f"window carried it in {mine.sent}. " + _window_hint(choose_shares, budget))
     tight, roomy = results[JUDGED_BUDGETS[0]], results[JUDGED_BUDGETS[-1]]
     before = replay_shares(DEFAULT_SHARES, TIGHT_BUDGET)
     return (f"at {', '.join(map(str, JUDGED_BUDGETS))} tokens your shares keep the evidence for every question. "
