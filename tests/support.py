@@ -180,3 +180,16 @@ def broken_client():
         return httpx2.Response(503, json={"error": {"message": "embedding service down", "type": "server_error"}})
     return openai.OpenAI(api_key="x", base_url="http://down/v1", max_retries=0,
                          http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
+
+
+def ask_standin(said, question, blocks=()):
+    """The stand-in's decision for ``question`` after the user ``said`` each statement (each answered "Noted."),
+    with ``blocks`` as memory system messages before them."""
+    from helpers.agent.tools import tool_schemas
+    from helpers.standin.policy import decide
+
+    messages = [{"role": "system", "content": "You are the campus assistant."}]
+    messages += [{"role": "system", "content": block} for block in blocks]
+    for text in said:
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+    return decide(messages + [{"role": "user", "content": question}], tool_schemas())

@@ -2,20 +2,12 @@
 family answered from what they said, corrections worded without "my X is", and parsed length limits."""
 import pytest
 
-from helpers.agent.tools import tool_schemas
 from helpers.standin.meaning import length_limit, sentences
 from helpers.standin.memory_rule import DONT_KNOW
 from helpers.standin.policy import decide
+from support import ask_standin
 
-TOOLS = tool_schemas()
-
-
-def ask(said: list[str], question: str, blocks: tuple[str, ...] = ()):
-    messages = [{"role": "system", "content": "You are the campus assistant."}]
-    messages += [{"role": "system", "content": block} for block in blocks]
-    for text in said:
-        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
-    return decide(messages + [{"role": "user", "content": question}], TOOLS)
+ask = ask_standin  # tests/support.py: the stand-in's decision after the user's statements
 
 
 LIFE = ["Hi, I'm Oskar, studying forestry.", "Just so you know, I'm allergic to wasp stings.",

@@ -3,20 +3,11 @@ of value (a place for "where", a count for "how old"), the relative asked about,
 answers a correction with the value that holds now (issue 32, point 3)."""
 import pytest
 
-from helpers.agent.tools import tool_schemas
 from helpers.standin.meaning import facts_in
 from helpers.standin.memory_rule import DONT_KNOW, _roles, _what_holds, _asked
-from helpers.standin.policy import decide
+from support import ask_standin
 
-TOOLS = tool_schemas()
-
-
-def ask(said: list[str], question: str, blocks: tuple[str, ...] = ()):
-    messages = [{"role": "system", "content": "You are the campus assistant."}]
-    messages += [{"role": "system", "content": block} for block in blocks]
-    for text in said:
-        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
-    return decide(messages + [{"role": "user", "content": question}], TOOLS)
+ask = ask_standin  # tests/support.py: the stand-in's decision after the user's statements
 
 
 LIFE = ["Hi, I'm Rosalind, a third-year in geography.", "My choir rehearsals are on Thursday evenings.",
