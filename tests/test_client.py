@@ -407,3 +407,18 @@ def test_no_other_module_builds_an_offline_client_itself():
                 builders.append((str(path.relative_to(ROOT)), ast.unparse(node)))
     # the one other: the stand-in as a bare transport, for a harness that wraps it (memory/evaluation.py)
     assert builders == [("helpers/llm/client.py", "httpx2.MockTransport(offline_handle)")], builders
+
+
+def test_paced_asks_everything_offline_and_stops_in_time_on_a_real_server(monkeypatch):
+    from helpers.llm import client as client_module
+
+    offline = load_settings("offline")
+    said = []
+    assert list(client_module.paced(["a", "b", "c"], 0, settings=offline, say=said.append)) == ["a", "b", "c"]
+    assert said == []
+    clock = iter([0.0, 10.0, 50.0, 50.0])   # started, before "b", before "c", the line that says so
+    monkeypatch.setattr(client_module.time, "monotonic", lambda: next(clock))
+    real = load_settings("openai-compatible", base_url="http://127.0.0.1:8080/v1", chat_model="m")
+    asked = list(client_module.paced(["a", "b", "c"], 45, settings=real, say=said.append))
+    assert asked == ["a", "b"]   # "c" would start 50 s after the first question: left out, and said
+    assert len(said) == 1 and "2 question(s)" in said[0] and "other 1" in said[0]

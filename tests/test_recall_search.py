@@ -456,3 +456,19 @@ def test_first_saves_of_many_processes_at_once_create_the_hnsw_index_without_dea
     assert all(len(dense_lines(s, f"user{n}", np.ones(24), min_score=None)) == 9 for n, s in enumerate(stores))
     for store in [first, *stores]:
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_store_finds_another_form_of_a_word_and_ignores_stop_words(tmp_path, backend):
+    """The store's full-text search folds word forms as the in-Python BM25 does (helpers.core.words): a line
+    about swimming is found by "swim", one about studies by "study", and a question made only of stop words
+    finds nothing rather than every line that says "the"."""
+    store = store_on(backend, tmp_path)
+    rng = np.random.default_rng(5)
+    plant(store, "ada", "s1", [(turn, said, None, unit(rng, 16).reshape(1, -1), 0) for turn, said in enumerate(
+        ["I went swimming at the lake", "The studies on the harbor are done", "Pepper is my cat"])])
+    assert word_lines(store, "ada", "Do you still swim?") == [("s1", 0, 0)]
+    assert word_lines(store, "ada", "What did I say about my study?") == [("s1", 1, 0)]
+    assert word_lines(store, "ada", "What about the one that is there?") == []
+    assert word_lines(store, "ada", "pepper") == [("s1", 2, 0)]   # a word as it is written still matches
+    store.close()

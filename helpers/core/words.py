@@ -2,7 +2,11 @@
 
 ``terms`` is what a text is indexed and searched by: lower-cased words, the function words of English
 (``STOP_WORDS``) left out, each folded by ``stem`` ("races" and "racing" both become "rac"), so a question
-finds a line that says the same thing in another form of the word.
+finds a line that says the same thing in another form of the word. ``indexed_words`` and ``query_words`` are
+the same rule for a full-text index in a database (the session stores' FTS5 and ``tsvector``): a line is
+stored as its own words plus the stems they fold to, and a question searches by its words that are not stop
+words plus their stems, so "swim" finds "swimming" there too, while a word the stem rule cannot read (a
+name in another script) is still matched as it is written.
 """
 from __future__ import annotations
 
@@ -38,3 +42,21 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The words of ``text`` a lexical search matches on, in order: stop words left out, each ``stem``-med."""
     return [stem(w) for w in _WORD.findall(str(text).lower()) if w not in STOP_WORDS]
+
+
+_ANY_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script
+
+
+def indexed_words(text: str) -> str:
+    """What a database's full-text index holds for ``text``: its words, lower-cased, then each stem (``terms``)
+    that is not already one of them ("went swimming" -> "went swimming swim")."""
+    words = _ANY_WORD.findall(str(text).lower())
+    present = set(words)
+    return " ".join(words + [t for t in dict.fromkeys(terms(text)) if t not in present])
+
+
+def query_words(question: str, limit: int = 32) -> list[str]:
+    """The words a question searches a database's full-text index by: its distinct words that are not stop
+    words, then their stems (``terms``), at most ``limit``."""
+    words = [w for w in _ANY_WORD.findall(str(question).lower()) if w not in STOP_WORDS]
+    return list(dict.fromkeys(words + terms(question)))[:limit]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from typing import Any, Callable, Iterator, Sequence
 
 import httpx2
 import openai
@@ -127,6 +129,25 @@ def get_settings() -> Settings:
     if _default is None:
         get_client(quiet=True)
     return _default[0]
+
+
+PACE_SECONDS = 45  # a cell that asks many questions stops asking after this long on a real server
+
+
+def paced(questions: Sequence[str], seconds: float = PACE_SECONDS, *, settings: Settings | None = None,
+          say: Callable[[str], Any] = print) -> Iterator[str]:
+    """The questions in order. Offline, all of them. On a real server (a small local model takes seconds a
+    request), only those asked within ``seconds`` of the first, then one line saying how many were left out,
+    so that a notebook cell stays under two minutes."""
+    offline = (settings or get_settings()).backend == "offline"
+    questions = list(questions)
+    started = time.monotonic()
+    for n, question in enumerate(questions):
+        if n and not offline and time.monotonic() - started > seconds:
+            say(f"(this server took {time.monotonic() - started:.0f} s for {n} question(s); "
+                f"the other {len(questions) - n} are left out to keep the cell short)")
+            return
+        yield question
 
 
 def reset_default() -> None:

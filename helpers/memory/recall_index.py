@@ -8,10 +8,11 @@ never reach the profile, which reads the user's words only (``MemoryAssembler.re
 are embedded where the ``embeddings`` setting says (``helpers.retrieval.embedding_backend``: MiniLM
 on this machine, hosted NIM, or the chat server's ``/v1/embeddings``; the offline stand-in runs the
 local MiniLM model there) -- lazily, in one batch, the first time a search needs it. Each side of a
-turn is embedded as its whole message (with the speaker's ``name``, and the text parts of mixed
-content) and each of its longer sentences on its own, without a leading ``Name: `` (``side_pieces``);
-a side scores as its best piece, so one fact in a long message is still found, and a speaker's name
-cannot make a short greeting match every question about that speaker.
+turn is a whole message (with the speaker's ``name``, and the text parts of mixed content) and, when it
+is long, each of its longer sentences on its own, without a leading ``Name: `` (``side_pieces``); a
+side scores as its best piece, so one fact in a long message is still found, and a speaker's name
+cannot make a short greeting match every question about that speaker. A message split into sentences
+is embedded sentence by sentence only: its whole-message vector is their mean (``_catch_up``).
 
 ``search(question, exclude=window_ids, k=...)`` returns up to k past turns *not* in the window. Each
 side of a turn is a line ranked twice -- by meaning (``rank``: best piece plus recency, at least
@@ -262,11 +263,34 @@ class RecallIndex:
         self._is_answer = np.concatenate([self._is_answer, np.array(kinds, dtype=bool)])
         self._side = np.concatenate([self._side, np.array(sides, dtype=np.int64)])
 
+    def _wholes(self, turn_id: int) -> list[tuple[int, int]]:
+        """(whole, end) for each side of a turn that ``side_pieces`` split: its piece ``whole`` is the whole
+        message, and pieces ``whole + 1`` to ``end - 1`` are its sentences. Sides run in ``texts`` order: the
+        user's pieces, the assistant's own words, a tool answer (one piece, never split)."""
+        count = len(self.texts[turn_id])
+        user = count - self.answers.get(turn_id, 0) - self.assistant.get(turn_id, 0)
+        sides = [(0, user), (user, user + self.assistant.get(turn_id, 0))]
+        return [(start, end) for start, end in sides if end - start > 1]
+
     def _catch_up(self) -> None:
+        """Embed the pending turns' pieces, in one batch. A split side's whole message is not embedded again:
+        its vector is the mean of its sentences' (``mean_rows``), which ranks as the whole does (LoCoMo's tuning
+        half: evidence recall within a point at every budget) for about 40% less embedding work."""
         pending = self.pending
-        if pending:
-            vectors = self._embed([piece for i in pending for piece in self.texts[i]], "passage")
-            self._add_rows(pending, vectors)
+        if not pending:
+            return
+        wholes = {i: self._wholes(i) for i in pending}
+        embedded = {i: [n for n in range(len(self.texts[i])) if n not in {w for w, _ in wholes[i]}] for i in pending}
+        vectors = self._embed([self.texts[i][n] for i in pending for n in embedded[i]], "passage")
+        rows, at = [], 0
+        for i in pending:
+            turn = np.zeros((len(self.texts[i]), vectors.shape[1]), dtype=np.float32)
+            turn[embedded[i]] = vectors[at:at + len(embedded[i])]
+            at += len(embedded[i])
+            for whole, end in wholes[i]:
+                turn[whole] = mean_rows(turn[whole + 1:end])
+            rows.append(turn)
+        self._add_rows(pending, np.vstack(rows))
 
     def _query_vector(self, question: str) -> np.ndarray:
         text = clip(" ".join(question.split()), EMBED_CHARS)
@@ -448,6 +472,12 @@ class RecallIndex:
         self._side = np.zeros(0, dtype=np.int64)
         self._lexical = None
         self._saved_rows = 0
+
+
+def mean_rows(rows: np.ndarray) -> np.ndarray:
+    """The unit vector along the mean of some unit rows (a message's vector from its sentences')."""
+    mean = rows.mean(axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
 
 
 def _part(entries: tuple, turn_id: int) -> dict | None:

@@ -7,7 +7,8 @@ the recall index). For a search that runs in the database the store also keeps:
   ``ASSISTANT``, as ``RecallIndex`` ranks them), whether it is a tool's answer, the model, ``dim`` and
   the vector (float32 bytes; on PostgreSQL with pgvector also a ``vector`` column under an HNSW index);
 * ``recall_lines``: one row per side of a turn - the quote lines of that side (what a search hands back)
-  and its words (what the full-text index reads: FTS5 on SQLite, a ``tsvector`` on PostgreSQL).
+  and its words (what the full-text index reads: FTS5 on SQLite, a ``tsvector`` on PostgreSQL), with the
+  stems they fold to (``helpers.core.words.indexed_words``), so a search finds another form of a word.
 
 Both are derived from the turn row's memory part (``body["memory"]["recall"]``: quote, pieces, how many
 of them are the assistant's words or a tool's answer) and the turn's vector row, by ``recall_rows``;
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, NamedTuple
 
+from helpers.core.words import indexed_words
 from helpers.memory.recall_index import ASSISTANT, USER, side_lines
 
 
@@ -84,7 +86,7 @@ def recall_rows(turn_id: int, part: dict, model: str, dim: int, blob: bytes) -> 
     words = side_lines(part["quote"])
     quotes = side_quotes(part)
     sides = sorted({p.side for p in pieces})
-    lines = [LineRow(turn_id, side, _text(quotes.get(side, quotes[USER])), _text(words.get(side, "")))
+    lines = [LineRow(turn_id, side, _text(quotes.get(side, quotes[USER])), _text(indexed_words(words.get(side, ""))))
              for side in sides]
     return pieces, lines
 

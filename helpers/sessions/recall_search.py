@@ -26,15 +26,16 @@ quoted by the sides that were found. Every query is filtered by ``user_id`` (and
   ``method="python"`` loads them into Python and ranks them there, as a store without pgvector does (that
   store warns once, ``VectorSearchWarning``). SQLite has no vector index: its pieces are ranked in Python.
 * **By words**, the full-text index: FTS5's ``bm25()`` on SQLite (its statistics are the whole file's), and
-  PostgreSQL's ``ts_rank`` over a ``tsvector`` of the line (``'simple'`` configuration: no stemming, as the
-  in-Python BM25) - a term-frequency rank, not BM25, so the two backends may order word matches differently.
+  PostgreSQL's ``ts_rank`` over a ``tsvector`` of the line (``'simple'`` configuration) - a term-frequency
+  rank, not BM25, so the two backends may order word matches differently. Both fold word forms with the
+  in-Python BM25's rule (``helpers.core.words``): a line is indexed with its words' stems beside them, and
+  the question searches by its words that are not stop words and their stems.
 
 Unlike ``RecallIndex.search`` there is no recency term (turn ids of different sessions do not compare) and no
 merging of repeats; a turn embedded by no save yet is not found until its vectors are stored.
 """
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -43,6 +44,7 @@ import numpy as np
 
 from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.ids import check_id
+from helpers.core.words import query_words as words_of_query
 from helpers.memory.recall_index import (ANSWER_PENALTY, ASSISTANT, DEFAULT_MIN_SCORE, LEXICAL_WEIGHT, RRF_K,
                                          USER)
 from helpers.sessions.protocol import SessionIdError, SessionStoreError, check_user_id
@@ -50,7 +52,6 @@ from helpers.sessions.protocol import SessionIdError, SessionStoreError, check_u
 SIDES = {USER: "user", ASSISTANT: "assistant"}
 DEFAULT_POOL = 50  # lines each ranking hands over (at least 4 x k)
 MAX_QUERY_WORDS = 32
-_QUERY_WORD = re.compile(r"[^\W_]+")
 METHODS = ("auto", "hnsw", "exact", "python")
 EF_SEARCH = 100  # HNSW candidates per search at least (benchmarks/recall_scale.py: recall@10 against exact)
 
@@ -74,8 +75,9 @@ Line = tuple[str, int, int]  # (session_id, turn_id, side)
 
 
 def query_words(question: str) -> list[str]:
-    """The question's distinct words, lowercased, in order (letters and digits; at most MAX_QUERY_WORDS)."""
-    return list(dict.fromkeys(_QUERY_WORD.findall(question.lower())))[:MAX_QUERY_WORDS]
+    """The words the full-text index is searched by: the question's words that are not stop words, then their
+    stems (``helpers.core.words.query_words``; at most MAX_QUERY_WORDS)."""
+    return words_of_query(question, MAX_QUERY_WORDS)
 
 
 def fuse(by_meaning: Sequence[Line], by_words: Sequence[Line]) -> list[tuple[Line, float]]:
