@@ -69,7 +69,7 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
 GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
-SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "dev", "all")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "dev", "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 

@@ -667,6 +667,13 @@ def _campus_index() -> _Campus:
 UNSEEN_IDF = math.log(2 * 57)  # a word the knowledge base never uses counts as rare
 
 
+def unknown_to_campus(text: str) -> set[str]:
+    """The content stems of ``text`` the knowledge base never uses ("sertraline", "nursery"): words of the user's own
+    life, not of the campus."""
+    idf = _campus_index().idf
+    return {s for s in content_stems(text, generic=False) if s not in idf}
+
+
 def campus_nearness(text: str) -> tuple[float, float]:
     """(best similarity to a knowledge-base sentence or title, share of the text's informative words --
     weighted by how rare they are in the knowledge base -- that the best-sharing entry uses)."""

@@ -102,7 +102,7 @@ from helpers.core.context_format import read_fact_lines, read_quotes
 from helpers.core.profile_rules import stated_facts
 from helpers.standin.meaning import (FAMILY, GENERIC, KIN, OPPOSITE_EVENTS, STOP, campus_nearness, content_stems, facts_in,
                                      PERSONAL_KINDS, personal_kind, personal_nearness, same_stem, sentences, shared_stems,
-                                     similarity, stem)
+                                     similarity, stem, unknown_to_campus)
 from helpers.standin.request_text import _is_ack, _text
 
 _TERMS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -115,7 +115,8 @@ _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|re
                      r"\b(?:what|which|who|where|when|how) (?:\w+ ){0,2}my (?:[\w'-]+ ){0,3}(?:is|are|was|were)\s*\W*$",
                      re.I)  # "any idea what my office number is?": an embedded question about the user's things
 # a question typed without its mark: "what's my wife called again", "when's our lab meeting"
-_UNMARKED_QUESTION = re.compile(r"^\W*(?:what|who|where|when|which|how)(?:'s|'re| is| are| was| do| does| did| am)\b"
+_UNMARKED_QUESTION = re.compile(r"^\W*(?:what|who|where|when|which|how)(?:'s|'re| is| are| was| do| does| did| am|"
+                                r" many| much| old| long)\b"
                                 r"[^.!]*$", re.I)
 _SAID_QUESTION = re.compile(r"\b(?:what|which) (?:\w+ )?(?:did|have) i (?:say|said|tell|told|mention)|"
                             r"\bwhat i (?:said|told you|mentioned)\b", re.I)
@@ -159,7 +160,8 @@ _ROLES = {"mother": "mother mum mom mummy mama", "father": "father dad daddy pap
           "twin": "twin", "stepmother": "stepmother", "stepfather": "stepfather"}
 ROLE_OF = {stem(w): role for role, words in _ROLES.items() for w in words.split()}
 _COVERS = {"parent": {"mother", "father", "stepmother", "stepfather"}, "grandparent": {"grandmother", "grandfather"},
-           "sibling": {"sister", "brother", "twin"}, "child": {"son", "daughter"}, "kid": {"son", "daughter"}}
+           "sibling": {"sister", "brother", "twin"}, "child": {"son", "daughter"}, "children": {"son", "daughter"},
+           "kid": {"son", "daughter"}}
 COVERS = {stem(word): roles for word, roles in _COVERS.items()}
 _CALENDAR = re.compile(r"(?:" + "|".join(WEEKDAYS) + r"|January|February|March|April|May|June|July|August|"
                        r"September|October|November|December)s?$")  # "on 31 March" names no person or place
@@ -351,7 +353,8 @@ def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi", or named
         own = [item for item in evidence if item.kind in ("said", "quote")]  # without a title by a first-person line
         if any(re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text, re.I) for item in own) or any(
-                re.search(rf"\b{re.escape(name)}\b", item.text) and _FIRST_PERSON.search(item.text)
+                re.search(rf"\b{re.escape(name)}\b", item.text)
+                and (_FIRST_PERSON.search(item.text) or _FIRST_PLURAL.search(item.text))
                 and not re.search(rf"(?:{_TITLE}\.?|\b(?i:the|at|in|on|from|to|near|into)) {re.escape(name)}\b", item.text)
                 for item in own):
             return name  # "I have two kids, Ren and Hana"
@@ -375,6 +378,19 @@ def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
         return True  # "when's choir?" and "- schedule/choir: Mondays 7pm"
     return any(item.kind != "note" and (head := _topic_head(item)) is not None and
                any(same_stem(head, h) for h in heads) for item in evidence)
+
+
+def _only_theirs(question: str, evidence: list[_Said]) -> bool:
+    """Does a first-person question ask about a thing of the user's life the campus does not know -- a word of it
+    the knowledge base never uses ("metformin", "nursery") that a statement of theirs names -- and is it not a
+    campus task ("can I ...", near a knowledge-base sentence by ``CAMPUS_SIMILARITY``)?"""
+    if _MODAL.search(question):
+        return False
+    theirs = unknown_to_campus(question)
+    if not theirs or not any(shared_stems(theirs, content_stems(item.text)) for item in evidence
+                             if item.kind != "note"):
+        return False
+    return campus_nearness(question)[0] < CAMPUS_SIMILARITY
 
 
 def _personal(question: str) -> bool:
@@ -465,6 +481,9 @@ def _evidence(messages: list[dict], user_name: str = "") -> list[_Said]:
     return found
 
 
+_MONEY_ASKED = re.compile(r"\bhow much\b.*\b(?:cost|costs|pay|paid|price|spend|spent|charge[sd]?|fee|owe|worth)\b|"
+                          r"\b(?:price|cost|fee|salary|rent)\b", re.I)
+_MONEY = frozenset("dollar dollars pound pounds euro euros quid pence p cents cent k".split())  # the units of a sum
 _NOT_UNITS = frozenset(stem(w) for w in "next last this coming more times time".split())
 
 
@@ -476,12 +495,33 @@ def _counted(asked_text: str) -> str | None:
     return stem(many.group(1)) if many and many.group(1).lower() not in STOP else None
 
 
+def _counts(unit: str, counted: str) -> bool:
+    """Does a number's noun count what a count asks for: the same word ("kids", "kid"), one as near in meaning
+    (``SAME_THING``), or relatives among those asked ("three daughters" are children; "two kids" are no
+    daughters)?"""
+    unit, counted = stem(unit), stem(counted)
+    if same_stem(unit, counted) or float(similarity(unit, [counted])[0]) >= SAME_THING:
+        return True
+    said, asked = _roles({unit}), _roles({counted})
+    return bool(said and asked and said <= asked)
+
+
+def _counted_here(asked: Asked, text: str) -> bool:
+    """Does a statement give a count of what a "how many X" asks for ("We've got three daughters" for "how many
+    children do I have?")?"""
+    counted = _counted(asked.core) if re.search(r"\bhow many\b", asked.core, re.I) else None
+    return bool(counted) and any(claim.kind == "number" and claim.value[1] and _counts(claim.value[1], counted)
+                                 for claim in facts_in(text).claims)
+
+
 def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
     """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?
     ``asked_text``, the question, tells a count or an age ("how many", "how old") from a number of any kind."""
     if kind == "name":
         return _NAME_INTRO.search(text) is not None
-    names = [m for m in _CAPITALISED.finditer(text) if not _CALENDAR.match(m.group(0))]
+    asked_names = {m.group(0).lower() for m in _CAPITALISED.finditer(asked_text) if m.start() > 0}
+    names = [m for m in _CAPITALISED.finditer(text) if not _CALENDAR.match(m.group(0))
+             and m.group(0).lower() not in asked_names]  # "where does Arjun work?": Arjun is not the answer
     if kind in ("person", "name_of"):  # a name after "in", "at", "from", ... is a place's: "live in Leicester"
         people = [m.group(0) for m in names if (m.start() > 0 or len(m.group(0).split()) > 1)
                   and not _PLACE_BEFORE.search(text[:m.start()])]
@@ -493,9 +533,10 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
             for claim in facts_in(text).claims:
                 unit = claim.value[1] if claim.kind == "number" else None
                 unit = None if unit in _NOT_UNITS else unit  # "turns nine next week": "next" counts nothing
-                if claim.kind in ("date", "time", "day") or (unit and counted and not same_stem(unit, counted)
-                                                              and not similarity(unit, [counted])[0] >= SAME_THING):
+                if claim.kind in ("date", "time", "day") or (unit and counted and not _counts(unit, counted)):
                     text = text.replace(claim.written, " ")  # "two kids" is no age; "on 3 March" no count
+        if _MONEY_ASKED.search(asked_text):  # "how much did my season ticket cost?": a sum of money
+            return any(claim.kind == "number" and claim.value[1] in _MONEY for claim in facts_in(text).claims)
         return _NUMBER_VALUE.search(text) is not None
     if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too)
         return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or any(
@@ -613,6 +654,8 @@ def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
     preposition) all of them when a word follows "from" in the statement, else none."""
     shared = shared_stems(asked.topic, content_stems(item.text)) | _clipped(asked.topic, item.text)
+    if asked.kind == "number" and _counted_here(asked, item.text):  # "three daughters": the children counted
+        shared |= {w for w in asked.topic if _counts(w, _counted(asked.core) or w)}
     coverage = len(shared) / len(asked.topic) if asked.topic else 0.0
     if asked.preposition:  # "where am I from?" is answered by "I'm originally from Kilkenny"
         after = re.search(rf"\b{asked.preposition}\s+(?:the\s+)?([A-Za-z][\w'-]*)", item.text)
@@ -683,7 +726,7 @@ def _another_head(asked: Asked, item: _Said, topics: list[str]) -> bool:
     if not (topics and asked.head):
         return False
     said_about = content_stems(" ".join(topics), generic=False)
-    head_named = (shared_stems({asked.head}, content_stems(item.text))
+    head_named = (shared_stems({asked.head}, content_stems(item.text)) or _clipped({asked.head}, item.text)
                   or said_about <= shared_stems(said_about, set(asked.modifiers)))  # "my minor (subject)"
     return not head_named and float(np.max(similarity(asked.head, topics))) < SAME_TOPIC
 
@@ -864,6 +907,8 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
     for not at all) and the share of the words asked about that it uses. ``score``: the similarity of the
     whole question to the statement. Each step is a function of its own, in this order."""
     shared, coverage = _words_asked_about(asked, item)
+    if not _carries_focus(asked, item, question_stems):
+        return 0, coverage  # "what dose of sertraline do I take?" and "I take sertraline for anxiety"
     if asked.how == "third":
         return _third_person_level(asked, item, coverage), coverage
     if (_other_owner(asked, item, question_stems) or _another_relative(asked, item)
@@ -881,6 +926,117 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
             or not _names_what_is_asked(asked, item, topics, coverage, topic_similarity)):
         return 0, coverage
     return _level(asked, item, shared, coverage, topic_similarity, score, same_kind), coverage
+
+
+# the focus of a question, the kind of thing it asks for when that is not the thing it is about: "which hospital
+# is Selin booked into?", "what dose of sertraline do I take?", "what's Noor's job?", "my car's registration"
+_WHICH_FOCUS = re.compile(r"^\W*(?:and |so )?(?:which|what)(?: (?:kind|sort|type) of)? ([a-z][\w-]*)(?: of [\w' -]+?)?"
+                          r" (?:is|are|was|were|am|do|does|did|have|has|will|should)\b", re.I)
+_OWNED_FOCUS = re.compile(r"(?:\b(?!(?:What|Who|Where|When|Which|How|That|It|There|Here)\b)[A-Z][a-z-]+|"
+                          r"\b(?i:my|our) [a-z]+)['’]s (?i:([a-z][\w-]*))")
+# "does Kenji play", "do I drive", "am I allergic": the question's own predicate, whose object is the answer
+_PREDICATE = re.compile(r"\b(?i:do|does|did|am|is|are|was|were)\s+(?:(?i:i|we|you)|[A-Z][a-z'-]+|(?i:my|our) [a-z]+)\s+"
+                        r"(?i:(?:\w+ly|still|now|usually|normally|often|always) )*([a-z]+)")
+_PREFERENCE = re.compile(r"\b(?:favou?rites?|love[sd]?|loving|like[sd]?|prefer\w*|best|most|enjoy\w*|fan of|"
+                         r"go-to)\b", re.I)  # what someone likes above others
+_FOCUS_VALUES = frozenset(stem(w) for w in "time day date year month week term semester room floor".split())
+_SPECIFIERS = frozenset("a an any some another".split())
+_DETERMINERS = frozenset("the my our your his her their this that these those".split())
+# "what colour is my car?": one attribute of the thing named last, not a thing related to it ("which band is Kenji
+# in?", "which hospital is Selin booked into?" end on their relation)
+_PROPERTY = re.compile(r"\b(?:is|are|was|were)\s+(?:(?i:my|our|your|the)|[A-Z][a-z'-]+)((?:\s+[\w'-]+){0,3})\s*[?.!]*\s*$")
+FOCUS_WORD = 0.7
+"""A word of a statement this near the attribute a possessive question asks for gives it: "works" for "what is
+Arjun's job?" (0.77 to "work"); "partner" (0.43) and "live" (0.45) say nothing of Noor's job."""
+
+
+def _focus(asked: Asked) -> tuple[str | None, str]:
+    """What a question asks for when it is not the thing it is about, and how: ("hospital", "which") for "which
+    hospital is Selin booked into?", ("dose", "which") for "what dose of sertraline do I take?", ("job", "owned")
+    for "what's Noor's job?"; (None, "") when the question asks for the thing itself ("what colour is my car?" is
+    one attribute of the car, read by the other rules) or for a value the other rules read (a time, a room, a
+    number, a person, a place)."""
+    if asked.kind not in ("thing", "yes_no"):
+        return None, ""
+    which = _WHICH_FOCUS.match(asked.core)
+    prop = _PROPERTY.search(asked.core)
+    related = prop and re.search(r"(?:\b(?:in|on|at|into|onto|for|to|from|with|by)|\w(?:ed|ing))\s*[?.!]*\s*$",
+                                 prop.group(0))
+    if which and (not prop or related):
+        word = which.group(1).lower()
+        if word not in STOP and word not in GENERIC and not shared_stems({stem(word)}, _FOCUS_VALUES):
+            return stem(word), "which"
+    owned = ([m for m in _OWNED_FOCUS.finditer(asked.core)] or [None])[-1]
+    if owned and owned.group(1).lower() not in STOP | GENERIC and not shared_stems({stem(owned.group(1))},
+                                                                                  _FOCUS_VALUES):
+        return stem(owned.group(1)), "owned"
+    return None, ""
+
+
+def _names_focus(focus: str, text: str, specified: bool) -> bool:
+    """Does ``text`` name the focus noun (any form of it, ``_clipped`` too) -- with ``specified``, as one thing
+    picked out ("St Luke's hospital", "the number 7 bus", "my bike"), not "a band" or a bare "nursery"?"""
+    words = re.findall(r"[A-Za-z0-9][\w'-]*", text)
+    for i, word in enumerate(words):
+        low = word.lower()
+        if not (same_stem(stem(low), focus) or _clipped({focus}, low)):
+            continue
+        if not specified:
+            return True
+        before = words[max(0, i - 4):i]
+        for w in reversed(before):  # back through the noun phrase to its determiner
+            if w.lower() in _SPECIFIERS:
+                break  # "a band", "a half marathon": one of many, not which
+            if w.lower() in _DETERMINERS or ((w[0].isupper() or w[0].isdigit()) and w is before[-1]):
+                return True  # "St Luke's hospital", "the number 7 bus", "my favourite study snack"
+            if w.lower() in STOP or w[0].isupper() or w[0].isdigit():
+                break  # "My son Theo starts nursery": "Theo" ends the phrase before "starts"
+        after = words[i + 1:i + 2]
+        if after and (after[0][0].isupper() or after[0][0].isdigit()):
+            return True  # "bus 7", "seat 14B"
+    return False
+
+
+def _object_given(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
+    """Does the statement use the question's own predicate ("does Kenji play", "am I allergic to") with an object
+    the question does not name ("Kenji plays bass", "allergic to sesame"), the value asked for? "I take sertraline
+    for anxiety" takes only what the question names."""
+    predicate = _PREDICATE.search(asked.core)
+    if not predicate or predicate.group(1).lower() in STOP:
+        return False
+    verb = stem(predicate.group(1).lower())
+    words = re.findall(r"[A-Za-z0-9][\w'-:.]*", item.text)
+    for i, word in enumerate(words):
+        if not same_stem(stem(word.lower()), verb):
+            continue
+        rest = [w for w in words[i + 1:i + 6] if w.lower() not in STOP and not w.lower().endswith("ly")]
+        nxt = rest[0] if rest else ""
+        if nxt and (nxt[0].isupper() or nxt[0].isdigit() or not shared_stems(content_stems(nxt), question_stems)):
+            return True
+    return False
+
+
+def _carries_focus(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
+    """Does a statement carry the kind of thing the question asks for (its focus, ``_focus``), not merely the same
+    topic or person? For "which X" it names X as one thing picked out, or gives the object of the question's own
+    predicate; for "<someone>'s X" it names X or a word near it (``FOCUS_WORD``); a profile line names X in its label
+    or value. "my favourite X" asks for a liking the statement must state ("I'm vegan" is no favourite food)."""
+    if re.search(r"\bfavou?rite\b", asked.core, re.I) and not _PREFERENCE.search(item.label or item.text):
+        return False
+    focus, how = _focus(asked)
+    if focus is None:
+        return True
+    others = question_stems - {focus}
+    if not shared_stems(others, content_stems(item.text)) and not _clipped(others, item.text):
+        return True  # "I'm on antihistamines" for "which medication am I on?": nothing else of the question named
+    if item.kind in ("profile", "note"):
+        return _names_focus(focus, item.text, specified=False) or _object_given(asked, item, question_stems)
+    if how == "which":
+        return _names_focus(focus, item.text, specified=True) or _object_given(asked, item, question_stems)
+    if _names_focus(focus, item.text, specified=False):
+        return True
+    words = [w for w in content_stems(item.text) if not shared_stems({w}, question_stems)]
+    return bool(words) and float(np.max(similarity(focus, words))) >= FOCUS_WORD
 
 
 def _changed_values(old: _Said, new: _Said) -> set[str]:
@@ -985,6 +1141,8 @@ def _about_user(messages: list[dict]) -> str | None:
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
     if asked.how in ("weak", "third") and _told_of_it(asked, question, evidence):
         asked.how = "strong"  # "who teaches my tutorial?" after "my tutorial is in room 2.14": their own thing
+    if asked.how == "weak" and _only_theirs(question, evidence):
+        asked.how = "strong"  # "how much metformin do I take?" after "I take metformin for my diabetes"
     question_stems = content_stems(question)
     scores = similarity(asked.core or question, [item.text for item in evidence]) if evidence else []
     ranked: list[tuple[tuple, _Said]] = []
