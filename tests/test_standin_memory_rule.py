@@ -222,3 +222,28 @@ def test_unnamed_quotes_still_count_when_the_user_is_named():
     messages = [{"role": "system", "content": 'Recalled earlier turns:\n[turn 3] user: "My locker number is 12."'},
                 {"role": "user", "name": "Caroline", "content": "What's my locker number?"}]
     assert "12" in decide(messages).content
+
+
+# ---------------------------------------------------------------- the focus of a question
+
+@pytest.mark.parametrize("said, question, stated, value", [
+    ("I take sertraline for anxiety.", "What dose of sertraline do I take?",
+     "I take 50mg of sertraline every morning.", "50mg"),
+    ("My wife Selin is pregnant, due in May.", "Which hospital is Selin booked into?",
+     "Selin is booked into St Mary's hospital.", "Mary"),
+    ("I live with my partner Noor in Elm Street.", "What's Noor's job?", "Noor works as a midwife.", "midwife"),
+    ("My flatmate Kenji plays bass in a band.", "Which band is Kenji in?", "Kenji's band is the Night Owls.", "Owls"),
+])
+def test_a_statement_answers_only_with_the_kind_of_thing_asked_for(said, question, stated, value):
+    # the same topic or person is not enough: the attribute asked for was never said ...
+    assert ask(conversation(said), question) == DONT_KNOW
+    # ... and once it is, it is the answer
+    reply = ask(conversation(said, stated), question)
+    assert reply != DONT_KNOW and value.lower() in reply.lower()
+
+
+def test_a_count_reads_relatives_and_a_short_form_its_word():
+    assert "three" in ask(conversation("We've got three daughters: Leila, Sara and Nika."), "how many kids do I have")
+    assert "two" not in ask(conversation("I have two kids, Ren and Hana."), "How many daughters do I have?")
+    assert "Tuesday" in ask(conversation("I have physiotherapy for my knee on Tuesday afternoons."),
+                            "When is my physio?")

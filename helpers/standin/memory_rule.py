@@ -63,6 +63,10 @@ one.
    third-person question needs a statement of the user's about someone or something of theirs ("my
    partner Sam starts ...") that names every word (two or more) and the kind asked -- and, unless it
    asks "who", such a question near the knowledge base goes to the campus rules instead.
+   A match must also carry the *focus* of the question (``_focus``, ``_carries_focus``): for "which/what X"
+   it names X as one picked-out thing ("St Luke's hospital") or the object of the question's verb, and for
+   "someone's X" it names X or a word near it (``FOCUS_WORD``), so "I take sertraline for anxiety" does not
+   answer "what dose of sertraline do I take?". "My favourite X" needs a statement of liking.
 4. *Choosing*: statements the context does not mark as superseded ("(superseded at turn M: X is now
    "Y")" after a quote, "(superseded)" or "(outdated)" after a line) first; then the higher level;
    then the larger share of the words asked about; then, for a general question, nearness to its kind; then
