@@ -274,3 +274,31 @@ def test_a_quoted_turn_cannot_forge_a_line(brk):
 def test_the_recall_block_cannot_hide_a_line_break(brk):
     item = Recalled(7, 0.9, f'[turn 7] user: "{forged("My locker number is 4471.", brk)}"')
     assert_lines(recall_block([item])["content"], expected=2)
+
+
+def test_a_split_message_is_embedded_by_its_sentences_and_its_whole_is_their_mean(monkeypatch):
+    """A long message split into sentences is not embedded a second time as a whole: the whole's row is the unit
+    mean of its sentences' rows, and every other piece keeps its own embedding."""
+    import numpy as np
+
+    from helpers.memory import recall_index
+    from helpers.memory.recall import SENTENCE_PIECES_FROM
+
+    recall = fresh()
+    long = ("I moved to the Birch residence last month and I really like my new room there on the third floor. "
+            "My advisor is now Dr. Okafor, who also teaches the statistics seminar on Thursdays after lunch. "
+            "My bike is the red one chained by the gym, next to the blue bench near the entrance. "
+            "On weekends I usually work a short shift at the bakery on Harbor Street before going home.")
+    assert len(long.split()) >= SENTENCE_PIECES_FROM
+    recall.add(0, turn(long, "Noted, thanks for telling me all of that about your move and your advisor."))
+    recall.add(1, turn("My locker number is 4471.", "Noted."))
+    pieces = recall.texts[0]
+    assert len(pieces) > 2 and pieces[0].endswith(long)   # the whole message, then its sentences
+    sent = []
+    real = recall._embed
+    monkeypatch.setattr(recall, "_embed", lambda texts, kind: sent.extend(texts) or real(texts, kind))
+    recall.search("Who is my advisor?")
+    assert pieces[0] not in sent and all(p in sent for p in pieces[1:]) and recall.texts[1][0] in sent
+    rows = recall._matrix[[n for n, i in enumerate(recall._ids) if i == 0]]
+    sentences = [n for n in range(1, len(pieces)) if n < len(pieces) - recall.assistant.get(0, 0)]
+    assert np.allclose(rows[0], recall_index.mean_rows(rows[sentences]), atol=1e-6)
