@@ -8,6 +8,7 @@ import pytest
 from helpers.llm.config import load_settings
 from helpers.retrieval.embeddings import EmbeddingTruncationWarning
 from helpers.chat.validity import find_problems
+from helpers.core.context_format import read_quotes
 from helpers.memory.recall import (RECENCY_WEIGHT, Recalled, is_question, is_substantive, merge_repeats, near_identical,
                                    quote_turn, rank, recall_block, statements)
 from helpers.memory.recall_index import EMBED_CHARS, RecallIndex, RecallWarning
@@ -84,7 +85,9 @@ def test_recalled_tool_turn_is_quoted_text_not_tool_messages(index):
     assert block["role"] == "system" and "tool_calls" not in block
     assert '[turn 4] user: "When does the robotics club meet?"' in block["content"]
     assert "(tools used: search_campus_info)" in block["content"]
-    assert "'Maker Lab'" in block["content"]  # inner quotes cannot break the quoting
+    assert '"Maker Lab".' in block["content"]  # the assistant's own double quotes, word for word
+    said = [quote.text for quote in read_quotes(block["content"], role="assistant") if quote.turn_id == 4]
+    assert said == ['Robotics Club meets on Wednesdays at 19:00 "Maker Lab".']  # ... and the quoting reads back
     assert find_problems([block, {"role": "user", "content": "and then?"}]) == []
 
 

@@ -150,3 +150,45 @@ def test_the_assistants_pieces_are_kept_per_turn_and_old_parts_still_load():
     bad = {**old, "turns": {"0": {"recall": {**old["turns"]["0"]["recall"], "assistant": 5}}}}
     with pytest.raises(ValueError, match="turn 0 counts 5 assistant pieces"):
         memory().restore(bad)
+
+
+def two_speakers(index):
+    """Two people say something alike about the same subject, each on their own lines (a transcript)."""
+    lines = [("Melanie", "I took the kids to the lake for a swim last weekend."),
+             ("Caroline", "I went swimming at the lake with my friends last weekend."),
+             ("Melanie", "We ate sandwiches by the water afterwards."),
+             ("Caroline", "The water at the lake was colder than I expected.")]
+    for turn_id in range(0, len(lines), 2):
+        (a, said_a), (b, said_b) = lines[turn_id:turn_id + 2]
+        index.add(turn_id // 2, turn(f"{a}: {said_a}", f"{b}: {said_b}"))
+    for turn_id in range(2, 6):  # more of the conversation: each name starts several lines
+        index.add(turn_id, turn(f"Melanie: My painting class starts at {turn_id} pm.",
+                                f"Caroline: My guitar lesson moved to room {turn_id}."))
+
+
+def test_a_question_that_names_a_speaker_ranks_that_speakers_lines_first():
+    index = fresh()
+    two_speakers(index)
+    lexical = index._lexical_index()
+    assert lexical.named_speaker("When did caroline go swimming at the lake?") == "Caroline"  # any case
+    assert lexical.named_speaker("Who went to the lake, Melanie or Caroline?") is None  # two names: no rule
+    assert lexical.named_speaker("When did Carolinea swim?") is None  # a whole word only
+    for name, other in (("Caroline", "Melanie"), ("Melanie", "Caroline")):
+        found = index.search(f"When did {name} swim at the lake?", k=1)
+        quoted = read_quotes(found[0].text, "user") + read_quotes(found[0].text, "assistant")
+        assert quoted and all(q.text.startswith(f"{name}:") for q in quoted), (name, found[0].text)
+
+
+def test_a_name_the_messages_give_is_a_speaker_too_and_an_unnamed_line_is_left_alone():
+    index = fresh()
+    for turn_id, (name, said) in enumerate([("dana", "My bike is a green Brompton with a basket."),
+                                            ("lee", "My bike is a red Brompton with a basket."),
+                                            ("dana", "I park it by the library."), ("lee", "I park it at work.")]):
+        index.add(turn_id, [{"role": "user", "name": name, "content": said},
+                            {"role": "assistant", "content": "Good to know."}])
+    index.add(9, turn("Update: my bike is a blue Brompton with a basket now."))  # one line: not a speaker
+    assert index._lexical_index().named_speaker("What bike does Lee ride? Any update?") == "lee"
+    top = index.search("What colour is Lee's Brompton with a basket?", k=1)[0]
+    assert read_quotes(top.text)[0].name == "lee" and "red" in top.text
+    unchanged = {1: 1.0, 2 * 9: 0.7}  # the unnamed line keeps its score
+    assert index._lexical_index().by_named_speaker("what did lee say?", unchanged) == unchanged

@@ -83,6 +83,19 @@ def quote_text(text: Any) -> str:
     return one_line(str(text).replace('"', "'"))
 
 
+_QUOTE_AFTER_COLON = re.compile(r'(:\s*)"')  # would read as the start of a quote (``assistant: "``)
+_QUOTE_BEFORE_TAIL = re.compile(r'"(\s*(?:->|\())')  # would read as a quote's end (``" -> assistant:``, ``" (``)
+
+
+def quoted_words(text: Any) -> str:
+    """What someone said as a quote line holds it between its double quotes: one line, word for word, its own
+    double quotes kept (``I loved "Charlotte's Web"``), except one that could read as a quote's edge: after a
+    colon (``assistant: "``), or before `` ->`` or `` (`` (the end of a quote, then its answer or a note).
+    That one is made single, so no one's words can open or close a quote of their own."""
+    line = one_line(str(text))
+    return _QUOTE_BEFORE_TAIL.sub(r"'\1", _QUOTE_AFTER_COLON.sub(r"\1'", line))
+
+
 # ---------------------------------------------------------------- turn ids: "turns 0-2, 5"
 
 def format_turn_ids(ids: Sequence[int]) -> str:
@@ -298,7 +311,8 @@ class Quote:
 
 
 _NOTE = re.compile(r'\(superseded at turn (\d+): (.+?) is now "([^"]*)"\)')
-_ANSWER_QUOTE = re.compile(r' -> assistant: "([^"]*)"')
+_QUOTE_END = r'"(?=$| -> assistant: "| \()'  # a quote ends at the first double quote that a tail or the line's end follows
+_ANSWER_QUOTE = re.compile(r' -> assistant: "(.*?)' + _QUOTE_END, re.M)
 
 
 def write_superseded_note(turn_id: int, label: str, value: Any) -> str:
@@ -318,17 +332,17 @@ def speaker_name(name: Any) -> str:
 
 def write_quote_line(turn_id: int, role: str, text: Any, *, answer: Any = None,
                      notes: Iterable[SupersededNote] = (), name: Any = None, at: Any = None) -> str:
-    """``[turn 3] user: "text"`` (``quote_text``: one line, double quotes made single), with the final
-    answer on the same line (`` -> assistant: "..."``, as a summary writes it) and notes after it.
+    """``[turn 3] user: "text"`` (``quoted_words``: one line, word for word, double quotes kept where they
+    cannot read as a quote's edge), with the final answer on the same line (`` -> assistant: "..."``, as a summary writes it) and notes after it.
 
     ``role`` is ``user`` or ``assistant`` (an assistant's words are quoted as its own, never as the user's);
     ``name``, the speaker a message names (the OpenAI ``name`` field), follows the role in parentheses:
     ``[turn 3] assistant (Melanie): "..."`` (``speaker_name``); ``at``, the turn's time, dates the tag
     (``[turn 3, 2023-05-08] user: "..."``)."""
     who = one_line(role) + (f" ({speaker_name(name)})" if name is not None and str(name).strip() else "")
-    line = f'{turn_tag(turn_id, at)} {who}: "{quote_text(text)}"'
+    line = f'{turn_tag(turn_id, at)} {who}: "{quoted_words(text)}"'
     if answer is not None:
-        line += f' -> assistant: "{quote_text(answer)}"'
+        line += f' -> assistant: "{quoted_words(answer)}"'
     return line + "".join(" " + write_superseded_note(n.turn_id, n.label, n.value) for n in notes)
 
 
@@ -336,7 +350,8 @@ def read_quotes(text: str, role: str = "user") -> list[Quote]:
     """Every ``[turn N] <role>: "..."`` quote in ``text`` (anywhere in a line; ``<role> (name):`` too), with
     what follows it on its line: the answer quoted after it and every superseded note. ``role="assistant"``
     reads the assistant's own quoted words (a user's quote is never read as the assistant's, nor back)."""
-    pattern = re.compile(TURN_TAG + " " + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "([^"]*)"(.*)$', re.M)
+    pattern = re.compile(TURN_TAG + " " + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "(.*?)' + _QUOTE_END + '(.*)$',
+                         re.M)
     found = []
     for match in pattern.finditer(text):
         rest = match.group(5)

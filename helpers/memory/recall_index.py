@@ -11,7 +11,9 @@ local MiniLM model there) -- lazily, in one batch, the first time a search needs
 turn is a whole message (with the speaker's ``name``, and the text parts of mixed content) and, when it
 is long, each of its longer sentences on its own, without a leading ``Name: `` (``side_pieces``); a
 side scores as its best piece, so one fact in a long message is still found, and a speaker's name
-cannot make a short greeting match every question about that speaker. A message split into sentences
+cannot make a short greeting match every question about that speaker. A question that names one of the
+speakers (a message's ``name``, or a ``Name: `` that starts its words) ranks that speaker's lines first: every
+other named speaker's lines score ``SPEAKER_FACTOR`` of theirs (``_Lexical.by_named_speaker``). A message split into sentences
 is embedded sentence by sentence only: its whole-message vector is their mean (``_catch_up``).
 
 ``search(question, exclude=window_ids, k=...)`` returns up to k past turns *not* in the window. Each
@@ -80,6 +82,11 @@ BM25_K1, BM25_B = 1.2, 0.4
 # (d = 1, 2: the other side of its turn, the sides of the turns around it) when they were said the same day.
 # Chosen on LoCoMo's tuning half.
 CONTEXT_WEIGHTS = (0.4, 0.4)
+# A question that names one of the conversation's speakers asks about what that speaker said (on LoCoMo's
+# tuning half, 96% of the evidence of such a question is the named speaker's): the lines of every other named
+# speaker score SPEAKER_FACTOR of their fused score. Lines that name no speaker are left as they are.
+SPEAKER_FACTOR = 0.5
+MIN_SPEAKER_LINES = 2  # a name is a speaker's once it starts at least this many lines (not one "Note: ...")
 JOIN_SHARE = 0.5  # a turn's other side is quoted with it when it scores at least this share of the turn's best line
 MERGE_PEERS = 4  # a line is compared with at most this many earlier groups (found by its rarest words)
 MERGE_KEYS = 4  # ... the groups that hold one of its this many rarest words
@@ -357,6 +364,7 @@ class RecallIndex:
         for n, code in enumerate(by_words, 1):
             fused[code] += LEXICAL_WEIGHT / (RRF_K + n)
         fused = self._with_context(fused, excluded)
+        fused = self._lexical_index().by_named_speaker(question, fused)
         order = sorted(fused, key=lambda c: (-round(fused[c], 9), -c))
         return self._merged([(code, fused[code]) for code in order], k)
 
@@ -495,7 +503,7 @@ def _part(entries: tuple, turn_id: int) -> dict | None:
     return {"skipped": True} if turn_id in skipped else None
 
 
-_QUOTED_SIDE = re.compile(r'^\[turn -?\d+(?:, [\d-]+)?\] (user|assistant)(?: \([^()\n"]*\))?: "(.*)"')
+_QUOTED_SIDE = re.compile(r'^\[turn -?\d+(?:, [\d-]+)?\] (user|assistant)(?: \(([^()\n"]*)\))?: "(.*)"')
 
 
 def _is_assistant_line(line: str) -> bool:
@@ -509,8 +517,27 @@ def side_lines(quote: str) -> dict[int, str]:
     for n, line in enumerate(quote.split("\n")):
         match = _QUOTED_SIDE.match(line)
         side = USER if n == 0 else ASSISTANT
-        out.setdefault(side, []).append(match.group(2) if match else line.split("] ", 1)[-1])
+        out.setdefault(side, []).append(match.group(3) if match else line.split("] ", 1)[-1])
     return {side: " ".join(parts) for side, parts in out.items()}
+
+
+_SPEAKER_PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+
+
+def side_speakers(quote: str) -> dict[int, str]:
+    """Who said each side of a stored quote: the name its quote line carries (``user (Dana): "..."``, the
+    message's ``name``), or else the ``Name: `` that starts its words (a transcript's way); sides without
+    either are left out."""
+    out: dict[int, str] = {}
+    for n, line in enumerate(quote.split("\n")):
+        match = _QUOTED_SIDE.match(line)
+        side = USER if n == 0 else ASSISTANT
+        if match is None or side in out:
+            continue
+        named = match.group(2) or (_SPEAKER_PREFIX.match(match.group(3)) or [None, None])[1]
+        if named:
+            out[side] = " ".join(named.split())
+    return out
 
 
 class _Lexical:
@@ -524,11 +551,19 @@ class _Lexical:
         self.terms: dict[int, frozenset[str]] = {}  # line code -> its terms
         self.total = 0
         self.postings_read = 0
+        self.speaker: dict[int, str] = {}  # line code -> who said it (see ``side_speakers``)
+        self.speaker_lines: dict[str, int] = {}  # speaker -> how many lines they started
+        self._named: dict[str, re.Pattern] = {}  # speaker -> how a question names them (whole words, any case)
 
     def add(self, turn_id: int, quote: str) -> None:
         day = read_turn_day(quote)
         if day is not None:
             self.days[turn_id] = day
+        for side, name in side_speakers(quote).items():
+            code = turn_id * 2 + side
+            if code not in self.length:
+                self.speaker[code] = name
+                self.speaker_lines[name] = self.speaker_lines.get(name, 0) + 1
         for side, text in side_lines(quote).items():
             code = turn_id * 2 + side
             if code in self.length:
@@ -543,6 +578,31 @@ class _Lexical:
 
     def text(self, code: int) -> str:
         return self.texts.get(code, "")
+
+    def named_speaker(self, question: str) -> str | None:
+        """The one speaker ``question`` names (a name that starts at least ``MIN_SPEAKER_LINES`` lines, as whole
+        words in any case), or None when it names none or several."""
+        named = []
+        for name, lines in self.speaker_lines.items():
+            if lines < MIN_SPEAKER_LINES:
+                continue
+            pattern = self._named.get(name)
+            if pattern is None:
+                pattern = self._named[name] = re.compile(r"(?<![\w'])" + re.escape(name) + r"(?![\w'])", re.I)
+            if pattern.search(question):
+                named.append(name)
+        return named[0] if len(named) == 1 else None
+
+    def by_named_speaker(self, question: str, scores: dict[int, float]) -> dict[int, float]:
+        """``scores`` with every other named speaker's lines at ``SPEAKER_FACTOR`` of theirs when ``question``
+        names one speaker (``named_speaker``); unchanged otherwise."""
+        named = self.named_speaker(question)
+        if named is None:
+            return scores
+        def other(code: int) -> bool:  # a line another speaker said (a name that starts one line is no speaker)
+            said_by = self.speaker.get(code)
+            return said_by is not None and said_by != named and self.speaker_lines[said_by] >= MIN_SPEAKER_LINES
+        return {code: score * SPEAKER_FACTOR if other(code) else score for code, score in scores.items()}
 
     def words(self, code: int) -> frozenset[str]:
         return self.terms.get(code, frozenset())

@@ -24,7 +24,7 @@ import re
 
 from helpers.core.context_format import (MAX_REPLY_FACTS, MISSING, PREVIOUS_SUMMARY, TURNS, USER_SAID, WORD_LIMIT,
                                          ReplyFact, read_attributes, read_judge_request, read_left_out_note,
-                                         read_pinned_line, read_sections, read_turn_day, read_turn_line,
+                                         read_pinned_line, read_quotes, read_sections, read_turn_day, read_turn_line,
                                          write_fact_label, write_fact_reply, write_left_out_note, write_pinned_line,
                                          write_quote_line)
 from helpers.core.profile_rules import stated_facts
@@ -153,7 +153,7 @@ def summarise_conversation(prompt: str) -> str:
     return "\n".join(note + lines + pinned_line) or "(nothing to summarise)"
 
 
-_ASKED = re.compile(r'user: "[^"]*\?(?: …)?"')
+_ASKED = re.compile(r"\?(?: …)?$")  # a user's quoted words that end with a question (maybe clipped after it)
 
 
 def _within_limit(lines: list[str], limit: int, left_out: set[int]) -> list[str]:
@@ -162,7 +162,7 @@ def _within_limit(lines: list[str], limit: int, left_out: set[int]) -> list[str]
     ``left_out``. Each line is counted once and the total kept as lines go, so this is linear in the lines."""
     words = [len(line.split()) for line in lines]
     total, kept = sum(words), len(lines)
-    asked = [i for i, line in enumerate(lines) if _ASKED.search(line)]
+    asked = [i for i, line in enumerate(lines) if any(_ASKED.search(q.text) for q in read_quotes(line))]
     others = set(range(len(lines))) - set(asked)
     order = asked + sorted(others)
     dropped: set[int] = set()
