@@ -192,3 +192,18 @@ def test_a_name_the_messages_give_is_a_speaker_too_and_an_unnamed_line_is_left_a
     assert read_quotes(top.text)[0].name == "lee" and "red" in top.text
     unchanged = {1: 1.0, 2 * 9: 0.7}  # the unnamed line keeps its score
     assert index._lexical_index().by_named_speaker("what did lee say?", unchanged) == unchanged
+
+
+def test_the_named_speakers_name_is_no_search_word():
+    index = fresh()
+    two_speakers(index)
+    lexical = index._lexical_index()
+    # the name starts every line Caroline said, so a question whose other words match nothing finds no line
+    assert lexical.scores(lexical.search_words("What would CAROLINE pursue in her educaton?")) == {}
+    assert lexical.scores("What would Caroline pursue in her educaton?")  # the name alone matches her lines
+    # a question that names both keeps both names (no one speaker is asked about)
+    both = "Did Melanie or Caroline swim?"
+    assert lexical.search_words(both) == both
+    # the words that are not the name still search: her lake line is found by words
+    hits = lexical.scores(lexical.search_words("When did Caroline swim at the lake?"))
+    assert 0 * 2 + 1 in hits and all(lexical.speaker.get(code) for code in hits)
