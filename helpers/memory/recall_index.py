@@ -74,7 +74,7 @@ MAX_K = 200  # at most this many turns are handed over by one search, whatever t
 # Fusion (reciprocal-rank, chosen on LoCoMo's tuning half): a line scores 1/(RRF_K + its rank by meaning)
 # + LEXICAL_WEIGHT/(RRF_K + its rank by BM25); a line that shares a word the question names may score
 # LEXICAL_SLACK below min_score and still be found. On the tuning half, RRF_K=5 with LEXICAL_WEIGHT=1.6
-# found 1.7 points more of the evidence at 900 tokens than 10 and 1.3 (word matches are the sharper signal
+# found 1.4-1.7 points more of the evidence at 900 tokens than 10 and 1.3 (word matches are the sharper signal
 # on conversations, and the first few ranks of each list matter most).
 RRF_K = 5
 LEXICAL_WEIGHT = 1.6
@@ -84,7 +84,7 @@ BM25_K1, BM25_B = 1.2, 0.4
 # thing said about it): a line gains CONTEXT_WEIGHTS[d-1] x the best fused score of the lines d away from it
 # (d = 1, 2: the other side of its turn, the sides of the turns around it) when they were said the same day.
 # Chosen on LoCoMo's tuning half.
-CONTEXT_WEIGHTS = (0.5, 0.5)
+CONTEXT_WEIGHTS = (0.4, 0.4)
 # A question that names one of the conversation's speakers asks about what that speaker said (on LoCoMo's
 # tuning half, 96% of the evidence of such a question is the named speaker's): the lines of every other named
 # speaker score SPEAKER_FACTOR of their fused score. Lines that name no speaker are left as they are. The
