@@ -207,3 +207,17 @@ def test_the_named_speakers_name_is_no_search_word():
     # the words that are not the name still search: her lake line is found by words
     hits = lexical.scores(lexical.search_words("When did Caroline swim at the lake?"))
     assert 0 * 2 + 1 in hits and all(lexical.speaker.get(code) for code in hits)
+
+
+def test_a_reply_that_only_sits_beside_a_match_is_not_quoted_with_it():
+    """A line gains part of its neighbour's score (CONTEXT_WEIGHTS) but joins its turn's quote only with half the
+    turn's best (JOIN_SHARE): an unrelated reply beside a matched statement stays out of the quote."""
+    from datetime import datetime, timezone
+    day = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)  # one day: the two sides are each other's context
+    index = fresh()
+    index.add(0, turn("My shuttle stop is the north gate, by the bakery.",
+                      "The library closes at ten tonight, and the printers are on the second floor."), at=day)
+    index.add(1, turn("I play cello in the campus orchestra."), at=datetime(2026, 12, 2, tzinfo=timezone.utc))
+    found = index.search("Which shuttle stop do I use?", k=1)
+    assert [item.turn_id for item in found] == [0]
+    assert read_quotes(found[0].text, "user") and read_quotes(found[0].text, "assistant") == [], found[0].text
