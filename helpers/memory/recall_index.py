@@ -351,10 +351,11 @@ class RecallIndex:
         best = np.full(len(lines), -np.inf)
         np.maximum.at(best, row_line, similarity)  # a line scores as its best piece
         dense = dict(zip(lines.tolist(), best.tolist()))
-        lexical = self._lexical_index().scores(self._lexical_index().search_words(question))
+        words = self._lexical_index()
+        lexical = words.scores(words.search_words(question))
         for code in [c for c in lexical if c % 2 == ASSISTANT and self.answers.get(c // 2)]:
             lexical[code] *= ANSWER_LEXICAL  # a tool's answer ranks lower by words too (long replies repeat words)
-        self.last_scored = len(self._ids) + self._lexical_index().postings_read
+        self.last_scored = len(self._ids) + words.postings_read
         floor = self.min_score - LEXICAL_SLACK
 
         def wanted(code: int) -> bool:
@@ -368,7 +369,7 @@ class RecallIndex:
         for n, code in enumerate(by_words, 1):
             fused[code] += LEXICAL_WEIGHT / (RRF_K + n)
         fused = self._with_context(fused, excluded)
-        fused = self._lexical_index().by_named_speaker(question, fused)
+        fused = words.by_named_speaker(question, fused)
         order = sorted(fused, key=lambda c: (-round(fused[c], 9), -c))
         return self._merged([(code, fused[code]) for code in order], k)
 
