@@ -56,9 +56,10 @@ def unit(rng, dim):
     return v / np.linalg.norm(v)
 
 
-def plant(store, user_id, session_id, turns, model=MODEL):
+def plant(store, user_id, session_id, turns, model=MODEL, day=None):
     """Store turns as rows a save would write: turns = [(turn_id, user words, assistant words or None,
-    matrix of piece vectors, tool answers among the pieces)]; the user's pieces come first."""
+    matrix of piece vectors, tool answers among the pieces)]; the user's pieces come first. ``day``
+    (YYYY-MM-DD) dates every turn's quote tag, as a turn with a time is quoted."""
     user_id = canonical_id(user_id)  # as every store keys it (search_user_turns does the same)
 
     def work(execute, executemany, at):
@@ -66,7 +67,8 @@ def plant(store, user_id, session_id, turns, model=MODEL):
                 "updated_at) VALUES (?, ?, 1, '{}', '', ?, 0, ?, ?)", (user_id, session_id, len(turns), at, at))
         vectors = {}
         for turn_id, said, replied, matrix, answers in turns:
-            quote = f'[turn {turn_id}] user: "{said}"' + (f'\n[turn {turn_id}] assistant: "{replied}"' if replied else "")
+            tag = f"[turn {turn_id}, {day}]" if day else f"[turn {turn_id}]"
+            quote = f'{tag} user: "{said}"' + (f'\n{tag} assistant: "{replied}"' if replied else "")
             n_user = len(matrix) - (1 if replied else 0)
             part = {"quote": quote, "texts": [said] * n_user + ([replied] if replied else [])}
             if replied and answers:

@@ -49,7 +49,7 @@ queued and are embedded on a later search. Raw turns are never discarded.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -391,10 +391,7 @@ class RecallIndex:
         fused = {code: 1.0 / (RRF_K + n) for n, code in enumerate(by_meaning, 1)}
         for n, code in enumerate(by_words, 1):
             fused[code] += LEXICAL_WEIGHT / (RRF_K + n)
-        fused = self._with_context(fused, excluded)
-        fused = by_day(fused, words.days)
-        fused = by_named_time(question, fused, words.days)
-        fused = words.by_named_speaker(question, fused)
+        fused = rerank(question, fused, words, excluded)
         order = sorted(fused, key=lambda c: (-round(fused[c], 9), -c))
         return self._merged([(code, fused[code]) for code in order], k)
 
@@ -410,27 +407,6 @@ class RecallIndex:
         best = rows[np.argsort(-similarity[rows], kind="stable")[:FEEDBACK_ROWS]]
         moved = (1 - FEEDBACK_WEIGHT) * query + FEEDBACK_WEIGHT * mean_rows(self._matrix[best])
         return moved / max(float(np.linalg.norm(moved)), 1e-12)
-
-    def _with_context(self, fused: dict[int, float], excluded: set[int]) -> dict[int, float]:
-        """Each line's fused score plus, for each distance d, ``CONTEXT_WEIGHTS[d-1]`` x the better fused score of
-        the two lines d away said the same day (the day of each quote's tag; a turn without a time is no one's
-        context); a quoted line beside a match may enter on that alone (never one in ``excluded``)."""
-        lexical = self._lexical_index()
-        known, days = lexical.length, lexical.days  # every side of every quoted turn; dated turns' days
-        best: dict[tuple[int, int], float] = {}  # (line, distance) -> the better score of the lines that far
-        for source, score in fused.items():
-            day = days.get(source // 2)
-            if day is None:
-                continue
-            for d in range(1, len(CONTEXT_WEIGHTS) + 1):
-                for code in (source - d, source + d):
-                    if code in known and code // 2 not in excluded and days.get(code // 2) == day \
-                            and score > best.get((code, d), 0.0):
-                        best[(code, d)] = score
-        out = dict(fused)
-        for (code, d), score in best.items():
-            out[code] = out.get(code, 0.0) + CONTEXT_WEIGHTS[d - 1] * score
-        return out
 
     def _lexical_index(self) -> "_Lexical":
         if self._lexical is None:
@@ -529,6 +505,39 @@ def mean_rows(rows: np.ndarray) -> np.ndarray:
     """The unit vector along the mean of some unit rows (a message's vector from its sentences')."""
     mean = rows.mean(axis=0)
     return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+
+def rerank(question: str, fused: dict[int, float], lexical: "_Lexical",
+           excluded: Collection[int] = ()) -> dict[int, float]:
+    """The rules that read more than one line, applied to fused scores (line code -> score) in order: context
+    (``with_context``), the day (``by_day``), a named time (``by_named_time``), a named speaker
+    (``_Lexical.by_named_speaker``). ``lexical`` knows every line's day and speaker; the session store's search
+    (``helpers.sessions.recall_search``) builds one over the turns it found and their neighbours."""
+    fused = with_context(fused, lexical, excluded)
+    fused = by_day(fused, lexical.days)
+    fused = by_named_time(question, fused, lexical.days)
+    return lexical.by_named_speaker(question, fused)
+
+
+def with_context(fused: dict[int, float], lexical: "_Lexical", excluded: Collection[int] = ()) -> dict[int, float]:
+    """Each line's fused score plus, for each distance d, ``CONTEXT_WEIGHTS[d-1]`` x the better fused score of
+    the two lines d away said the same day (the day of each quote's tag; a turn without a time is no one's
+    context); a known line beside a match may enter on that alone (never one in ``excluded``)."""
+    known, days = lexical.length, lexical.days  # every side of every quoted turn; dated turns' days
+    best: dict[tuple[int, int], float] = {}  # (line, distance) -> the better score of the lines that far
+    for source, score in fused.items():
+        day = days.get(source // 2)
+        if day is None:
+            continue
+        for d in range(1, len(CONTEXT_WEIGHTS) + 1):
+            for code in (source - d, source + d):
+                if code in known and code // 2 not in excluded and days.get(code // 2) == day \
+                        and score > best.get((code, d), 0.0):
+                    best[(code, d)] = score
+    out = dict(fused)
+    for (code, d), score in best.items():
+        out[code] = out.get(code, 0.0) + CONTEXT_WEIGHTS[d - 1] * score
+    return out
 
 
 def by_day(scores: dict[int, float], days: Mapping[int, str]) -> dict[int, float]:
@@ -673,6 +682,25 @@ def side_speakers(quote: str) -> dict[int, str]:
     return out
 
 
+def _side_of(quote: str, side: int) -> tuple[str, str | None]:
+    """(words, speaker) of one side in quote lines that may hold both (a tool's answer is quoted with its turn):
+    the lines of that side's role, and of tools for the assistant."""
+    role = "user" if side == USER else "assistant"
+    texts: list[str] = []
+    name = None
+    for line in quote.split("\n"):
+        match = _QUOTED_SIDE.match(line)
+        if match is None:
+            if side == ASSISTANT:
+                texts.append(line.split("] ", 1)[-1])
+            continue
+        if match.group(1) != role:
+            continue
+        texts.append(match.group(3))
+        name = name or match.group(2) or (_SPEAKER_PREFIX.match(match.group(3)) or [None, None])[1]
+    return " ".join(texts), " ".join(name.split()) if name else None
+
+
 class _Lexical:
     """BM25 over the quoted lines (one document per side of a turn), added to as turns are; in Python for now."""
 
@@ -689,25 +717,36 @@ class _Lexical:
         self._named: dict[str, re.Pattern] = {}  # speaker -> how a question names them (whole words, any case)
 
     def add(self, turn_id: int, quote: str) -> None:
+        """One turn's quote (the user's line first, then the assistant's lines)."""
         day = read_turn_day(quote)
         if day is not None:
             self.days[turn_id] = day
-        for side, name in side_speakers(quote).items():
-            code = turn_id * 2 + side
-            if code not in self.length:
-                self.speaker[code] = name
-                self.speaker_lines[name] = self.speaker_lines.get(name, 0) + 1
+        names = side_speakers(quote)
         for side, text in side_lines(quote).items():
-            code = turn_id * 2 + side
-            if code in self.length:
-                continue
-            words = terms(text)
-            self.texts[code], self.length[code] = text, len(words)
-            self.terms[code] = frozenset(words)
-            self.total += len(words)
-            for word in words:
-                posting = self.postings.setdefault(word, {})
-                posting[code] = posting.get(code, 0) + 1
+            self._add_line(turn_id * 2 + side, text, names.get(side))
+
+    def add_sides(self, turn_id: int, quotes: Mapping[int, str]) -> None:
+        """One turn's sides quoted apart (side -> its quote lines, as a session store keeps them)."""
+        for side, quote in sorted(quotes.items()):
+            day = read_turn_day(quote)
+            if day is not None:
+                self.days.setdefault(turn_id, day)
+            text, name = _side_of(quote, side)
+            self._add_line(turn_id * 2 + side, text, name)
+
+    def _add_line(self, code: int, text: str, name: str | None) -> None:
+        if code in self.length:
+            return
+        if name:
+            self.speaker[code] = name
+            self.speaker_lines[name] = self.speaker_lines.get(name, 0) + 1
+        words = terms(text)
+        self.texts[code], self.length[code] = text, len(words)
+        self.terms[code] = frozenset(words)
+        self.total += len(words)
+        for word in words:
+            posting = self.postings.setdefault(word, {})
+            posting[code] = posting.get(code, 0) + 1
 
     def text(self, code: int) -> str:
         return self.texts.get(code, "")

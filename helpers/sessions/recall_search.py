@@ -31,6 +31,11 @@ quoted by the sides that were found. Every query is filtered by ``user_id`` (and
   in-Python BM25's rule (``helpers.core.words``): a line is indexed with its words' stems beside them, and
   the question searches by its words that are not stop words and their stems.
 
+The fused lines then go through ``RecallIndex``'s rules across lines (``reranked``: ``recall_index.rerank``): a
+line said the same day beside a match gains part of its score, a day that matched several times lifts its lines,
+a question naming a day or a month ranks what was said then first, and one naming a speaker ranks that speaker's
+lines first. For that the quotes of the found turns and their neighbours are read in one query.
+
 Unlike ``RecallIndex.search`` there is no recency term (turn ids of different sessions do not compare) and no
 merging of repeats; a turn embedded by no save yet is not found until its vectors are stored.
 """
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -46,13 +51,14 @@ from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.ids import check_id
 from helpers.core.words import query_words as words_of_query
 from helpers.memory.recall_index import (ANSWER_PENALTY, ASSISTANT, DEFAULT_MIN_SCORE, LEXICAL_WEIGHT, RRF_K,
-                                         USER)
+                                         USER, _Lexical, rerank)
 from helpers.sessions.protocol import SessionIdError, SessionStoreError, check_user_id
 
 SIDES = {USER: "user", ASSISTANT: "assistant"}
 DEFAULT_POOL = 50  # lines each ranking hands over (at least 4 x k)
 MAX_QUERY_WORDS = 32
 METHODS = ("auto", "hnsw", "exact", "python")
+QUOTE_CHUNK = 400  # (session, turn) pairs read by one quote query on SQLite
 EF_SEARCH = 100  # HNSW candidates per search at least (benchmarks/recall_scale.py: recall@10 against exact)
 
 
@@ -115,17 +121,48 @@ def search_user_turns(store: Any, user_id: str, question_vector: Any, question_t
     by_meaning = dense_lines(store, user_id, question_vector, model=model, min_score=min_score, method=method,
                              **where)
     by_words = word_lines(store, user_id, question_text, **where)
+    backend = _backend(store)
+    ranked, quotes = reranked(question_text, fuse(by_meaning, by_words),
+                              lambda turns: backend.quotes(check_user_id(user_id), turns))
     turns: dict[tuple[str, int], list] = {}
-    for (sess, turn, side), score in fuse(by_meaning, by_words):
+    for (sess, turn, side), score in ranked:
         if (sess, turn) not in turns:
             if len(turns) >= k:
                 continue
             turns[(sess, turn)] = [score, set()]
         turns[(sess, turn)][1].add(side)
-    quotes = _backend(store).quotes(check_user_id(user_id), list(turns))
     return [TurnHit(sess, turn, tuple(SIDES[s] for s in sorted(sides)), round(score, 6),
                     _quote(quotes.get((sess, turn), {}), sides))
             for (sess, turn), (score, sides) in turns.items()]
+
+
+def reranked(question: str, fused: Sequence[tuple[Line, float]],
+             read_quotes: Callable[[list[tuple[str, int]]], dict[tuple[str, int], dict[int, str]]]
+             ) -> tuple[list[tuple[Line, float]], dict[tuple[str, int], dict[int, str]]]:
+    """The fused lines after ``RecallIndex``'s rules across lines (``recall_index.rerank``: context, the day, a
+    named time, a named speaker), best first, and the quotes read for them.
+
+    The rules need each line's day, speaker and neighbours, so the quotes of the found turns and of the turns
+    just before and after them are read (``read_quotes``, one query) and indexed under stand-in turn numbers:
+    consecutive turns of one session stay consecutive, and other turns are kept apart, so a line is only ever
+    the context of its own session's lines."""
+    found = {(sess, turn) for (sess, turn, _), _ in fused}
+    wanted = sorted({(sess, turn + d) for sess, turn in found for d in (-1, 0, 1) if turn + d >= 0})
+    quotes = read_quotes(wanted) if wanted else {}
+    number: dict[tuple[str, int], int] = {}
+    lexical = _Lexical()
+    previous, at = None, 0
+    for sess, turn in sorted(quotes):
+        at += 1 if previous == (sess, turn - 1) else 3  # a gap: no line is within two of another session's
+        number[(sess, turn)], previous = at, (sess, turn)
+        lexical.add_sides(at, quotes[(sess, turn)])
+    line_of = {number[(sess, turn)] * 2 + side: (sess, turn, side) for sess, turn in number for side in (USER, ASSISTANT)}
+    scores = {number[(sess, turn)] * 2 + side: score for (sess, turn, side), score in fused if (sess, turn) in number}
+    scores = rerank(question, scores, lexical)
+    out = [(line_of[code], score) for code, score in scores.items()]
+    out += [(line, score) for line, score in fused if line[:2] not in number]  # no quote read: left as it was
+    out.sort(key=lambda item: (-round(item[1], 9), item[0][0], -item[0][1], item[0][2]))
+    return out, quotes
 
 
 def dense_lines(store: Any, user_id: str, question_vector: Any, *, session_id: str | None = None,
@@ -248,10 +285,15 @@ class _SQLite:
 
     def quotes(self, user_id: str, turns: list[tuple[str, int]]) -> dict[tuple[str, int], dict[int, str]]:
         out: dict[tuple[str, int], dict[int, str]] = {}
-        for sess, turn in turns:
-            for side, quote in self._read("SELECT side, quote FROM recall_lines WHERE user_id = ? AND session_id = ? "
-                                          "AND turn_id = ?", (user_id, sess, turn)):
-                out.setdefault((sess, turn), {})[int(side)] = quote
+        for start in range(0, len(turns), QUOTE_CHUNK):  # one query per chunk (SQLite bounds its parameters)
+            chunk = turns[start:start + QUOTE_CHUNK]
+            pairs = ", ".join(["(?, ?)"] * len(chunk))
+            rows = self._read(f"WITH t(session_id, turn_id) AS (VALUES {pairs}) SELECT l.session_id, l.turn_id, "
+                              "l.side, l.quote FROM t JOIN recall_lines l ON l.user_id = ? AND "
+                              "l.session_id = t.session_id AND l.turn_id = t.turn_id",
+                              (*[x for pair in chunk for x in pair], user_id))
+            for sess, turn, side, quote in rows:
+                out.setdefault((sess, int(turn)), {})[int(side)] = quote
         return out
 
 
@@ -336,9 +378,10 @@ class _Postgres:
     def quotes(self, user_id: str, turns: list[tuple[str, int]]) -> dict[tuple[str, int], dict[int, str]]:
         if not turns:
             return {}
-        pairs = " OR ".join(["(session_id = ? AND turn_id = ?)"] * len(turns))
-        rows = self._run([(f"SELECT session_id, turn_id, side, quote FROM recall_lines WHERE user_id = ? AND "
-                           f"({pairs})", (user_id, *[x for pair in turns for x in pair]))], "recall quotes")
+        rows = self._run([("SELECT l.session_id, l.turn_id, l.side, l.quote FROM recall_lines l JOIN "
+                           "unnest(?::text[], ?::integer[]) AS t(session_id, turn_id) "
+                           "ON l.session_id = t.session_id AND l.turn_id = t.turn_id WHERE l.user_id = ?",
+                           ([sess for sess, _ in turns], [turn for _, turn in turns], user_id))], "recall quotes")
         out: dict[tuple[str, int], dict[int, str]] = {}
         for sess, turn, side, quote in rows:
             out.setdefault((sess, int(turn)), {})[int(side)] = quote
