@@ -92,3 +92,37 @@ def test_feedback_moves_the_question_toward_its_best_matches_only():
     best = int(np.argmax(similarity))
     without_best = index._with_feedback(query, similarity, {index._ids[best]})
     assert not np.allclose(without_best, moved)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("What did I tell you yesterday about the gym?", [("2026-11-29", "2026-11-29")]),
+    ("what did i say the day before yesterday", [("2026-11-28", "2026-11-28")]),
+    ("Which film did I mention 3 days ago?", [("2026-11-27", "2026-11-27")]),
+    ("what did I say a couple of days ago", [("2026-11-28", "2026-11-28")]),
+    ("What did I plan a week ago?", [("2026-11-20", "2026-11-26")]),
+    ("What did we talk about last week?", [("2026-11-23", "2026-11-29")]),  # Monday to Sunday before this week
+    ("Where did I eat last month?", [("2026-10-01", "2026-10-31")]),
+    ("What did I cook last Friday?", [("2026-11-27", "2026-11-27")]),
+    ("What did I cook last Monday?", [("2026-11-23", "2026-11-23")]),  # today is a Monday: the one before
+    ("What did I tell you this morning?", [("2026-11-30", "2026-11-30")]),
+    ("How was the weekend before last?", []),
+    ("What is my locker number?", []),
+])
+def test_relative_period_reads_past_days_from_today(question, expected):
+    from datetime import date
+
+    today = date(2026, 11, 30)  # a Monday
+    assert [(a.isoformat(), b.isoformat()) for a, b in recall_index.relative_period(question, today)] == expected
+
+
+def test_a_question_about_yesterday_ranks_yesterdays_line_first(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_NOW", "2026-11-30T10:00:00-08:00")
+    index = fresh()
+    index.add(0, turn("I tried the climbing wall at the sports centre, it was brutal."), at="2026-11-29T18:00:00-08:00")
+    index.add(1, turn("I tried the new climbing route at the sports centre, my arms are dead."),
+              at="2026-11-10T18:00:00-08:00")
+    index.add(2, turn("I did a climbing session at the sports centre with Priya again."), at="2026-11-16T18:00:00-08:00")
+    asked = "What did I tell you yesterday about climbing?"
+    assert index.search(asked, k=1)[0].turn_id == 0
+    monkeypatch.setattr(recall_index, "TIME_WEIGHT", 0.0)
+    assert index.search(asked, k=1)[0].turn_id != 0  # without the rule another session's line wins

@@ -58,6 +58,7 @@ from helpers.llm.client import get_client, get_settings
 from helpers.retrieval.embedding_backend import embedding_client
 from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.words import terms
+from helpers.core.clock import WEEKDAYS, now
 from helpers.core.context_format import read_turn_day
 import math
 import re
@@ -105,7 +106,8 @@ FEEDBACK_ROWS = 3
 # its own score (a line that matched nothing gains nothing). ``by_day``.
 DAY_WEIGHT = 0.6
 DAY_LINES = 3
-# A question that names a time ("in June", "on 3 May 2023", "in August 2023") asks about what was said then:
+# A question that names a time ("in June", "on 3 May 2023", "in August 2023", "yesterday", "last week") asks
+# about what was said then:
 # lines said in that period, or up to TIME_SLACK_DAYS after it (people tell of a day afterwards), score
 # 1 + TIME_WEIGHT times theirs. ``named_period``.
 TIME_WEIGHT = 1.0
@@ -599,35 +601,80 @@ def named_period(question: str) -> tuple[tuple[int | None, int, int, int], ...]:
     return tuple(found)
 
 
-def _in_period(day: str, periods: Sequence[tuple[int | None, int, int, int]]) -> bool:
-    """Was ``day`` (YYYY-MM-DD) in one of ``periods`` or up to ``TIME_SLACK_DAYS`` after it? A period without a
-    year is looked for in the day's year and the year before (a question in January about "December")."""
-    said = date.fromisoformat(day)
-    for year, month, first, last in periods:
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_COUNT = r"(\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_AGO = re.compile(r"\b" + _COUNT + r"\s+(day|week)s?\s+ago\b", re.I)
+_LAST = re.compile(r"\blast\s+(week|month|" + "|".join(WEEKDAYS) + r")\b", re.I)
+_YESTERDAY = re.compile(r"\b(?:the\s+day\s+before\s+)?yesterday\b", re.I)
+_EARLIER_TODAY = re.compile(r"\b(?:earlier\s+today|this\s+morning)\b", re.I)
+
+
+def relative_period(question: str, today: date) -> tuple[tuple[date, date], ...]:
+    """The past periods ``question`` names relative to ``today``, as (first day, last day): "yesterday", "the day
+    before yesterday", "3 days ago", "a week ago" (give or take 3 days), "last week" (Monday to Sunday), "last
+    month", "last Friday" (the latest Friday before today), "earlier today", "this morning"."""
+    found: list[tuple[date, date]] = []
+    for match in _YESTERDAY.finditer(question):
+        back = 2 if match.group(0).lower().startswith("the") else 1
+        found.append((today - timedelta(days=back),) * 2)
+    for match in _AGO.finditer(question):
+        count = match.group(1).lower()
+        n = int(count) if count.isdigit() else _NUMBER_WORDS[" ".join(count.split())]
+        if match.group(2).lower() == "day":
+            found.append((today - timedelta(days=n),) * 2)
+        else:
+            middle = today - timedelta(weeks=n)
+            found.append((middle - timedelta(days=3), middle + timedelta(days=3)))
+    for match in _LAST.finditer(question):
+        what = match.group(1).lower()
+        if what == "week":
+            monday = today - timedelta(days=today.weekday() + 7)
+            found.append((monday, monday + timedelta(days=6)))
+        elif what == "month":
+            last = today.replace(day=1) - timedelta(days=1)
+            found.append((last.replace(day=1), last))
+        else:
+            back = (today.weekday() - [d.lower() for d in WEEKDAYS].index(what)) % 7 or 7
+            found.append((today - timedelta(days=back),) * 2)
+    if _EARLIER_TODAY.search(question):
+        found.append((today, today))
+    return tuple(found)
+
+
+def _spans(question: str, said: date, today: date) -> list[tuple[date, date]]:
+    """Every period ``question`` names as (first day, last day); a month or day named without a year is taken in
+    ``said``'s year and the year before (a question in January about "December")."""
+    spans = list(relative_period(question, today))
+    for year, month, first, last in named_period(question):
         for y in ([year] if year else [said.year, said.year - 1]):
             month_end = (date(y + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
-            if first > month_end:
-                continue
-            start, end = date(y, month, first), date(y, month, min(last, month_end))
-            if start <= said <= end + timedelta(days=TIME_SLACK_DAYS):
-                return True
-    return False
+            if first <= month_end:
+                spans.append((date(y, month, first), date(y, month, min(last, month_end))))
+    return spans
 
 
-def by_named_time(question: str, scores: dict[int, float], days: Mapping[int, str]) -> dict[int, float]:
-    """``scores`` with the lines said in a period ``question`` names (``named_period``), or up to
-    ``TIME_SLACK_DAYS`` after it, at 1 + ``TIME_WEIGHT`` times theirs; unchanged when it names none."""
-    periods = named_period(question) if TIME_WEIGHT else ()
-    if not periods:
+def by_named_time(question: str, scores: dict[int, float], days: Mapping[int, str],
+                  today: date | None = None) -> dict[int, float]:
+    """``scores`` with the lines said in a period ``question`` names (``named_period``, ``relative_period`` from
+    ``today``: the clock's, by default), or up to ``TIME_SLACK_DAYS`` after it, at 1 + ``TIME_WEIGHT`` times
+    theirs; unchanged when it names none."""
+    if not TIME_WEIGHT or not (named_period(question) or _RELATIVE.search(question)):
         return scores
+    today = today or now().date()
+    slack = timedelta(days=TIME_SLACK_DAYS)
     said_then: dict[str, bool] = {}
     out = {}
     for code, score in scores.items():
         day = days.get(code // 2)
         if day is not None and day not in said_then:
-            said_then[day] = _in_period(day, periods)
+            said = date.fromisoformat(day)
+            said_then[day] = any(start <= said <= end + slack for start, end in _spans(question, said, today))
         out[code] = score * (1 + TIME_WEIGHT) if day is not None and said_then[day] else score
     return out
+
+
+_RELATIVE = re.compile("|".join(p.pattern for p in (_AGO, _LAST, _YESTERDAY, _EARLIER_TODAY)), re.I)
 
 
 def _part(entries: tuple, turn_id: int) -> dict | None:
