@@ -21,6 +21,14 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
   flight, a job, a vet), and 19 questions about the user that must still be answered (counts of children
   named in a list, word forms, lower case, no question mark, first and third person, profile and
   recalled-turn blocks); 27 of 40 passed on their first run (about the user 17 of 19, never said 10 of 21).
+- ``tune_h7`` (120): cases by a writer who read none of the rules -- 90 memory cases in 15 conversations (lower
+  case, no question mark or apostrophes, what relatives and partners do for a living, pets and people named in a
+  profile, attributes of a stated thing never stated, yes/no questions putting a value, changes "from X to Y",
+  the first value against the newest), 10 scope, 10 grounding and 10 length -- written before the fixes they led
+  to, and read while those were made; first run: about the user 17/45 (37.8%), corrections 8/15 (53.3%), never
+  said 12/24 (50.0%), campus search 6/6, scope 8/10, grounding 8/10, length 9/10; after the fixes: about the user
+  40/45 (88.9%), corrections 13/15 (86.7%), never said 24/24, campus search 6/6, scope 8/10, grounding 9/10,
+  length 10/10.
 
 ``--file PATH`` runs another case file of the same format (every case in it, whatever its split) and
 ``--counts-only`` prints only the accuracy per rule and per group, never a case: the way to run a held-out
@@ -48,7 +56,7 @@ Every case goes through ``helpers.standin.policy.decide``, the function the stan
 ``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
 the current value and none of the values it replaced (slow: about a minute).
 
-Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|dev|all] [--show-failures]
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|tune_h7|dev|all] [--show-failures]
      [--memory-run] [--file PATH --counts-only]
 """
 from __future__ import annotations
@@ -75,7 +83,7 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
 GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
-SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "dev", "all")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "tune_h7", "dev", "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 

@@ -60,3 +60,27 @@ def query_words(question: str, limit: int = 32) -> list[str]:
     words, then their stems (``terms``), at most ``limit``."""
     words = [w for w in _ANY_WORD.findall(str(question).lower()) if w not in STOP_WORDS]
     return list(dict.fromkeys(words + terms(question)))[:limit]
+
+
+# contractions typed without their apostrophe ("whats my room", "im in halls", "i cant eat gluten"): only those
+# that are no other English word ("its", "id", "ill", "were", "wed", "shed", "well" are, and are left alone)
+_BARE_CONTRACTIONS = {
+    "whats": "what's", "wheres": "where's", "whens": "when's", "whos": "who's", "hows": "how's", "whys": "why's",
+    "thats": "that's", "theres": "there's", "im": "i'm", "ive": "i've", "youre": "you're", "theyre": "they're",
+    "cant": "can't", "dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
+    "wasnt": "wasn't", "werent": "weren't", "wont": "won't", "wouldnt": "wouldn't", "couldnt": "couldn't",
+    "shouldnt": "shouldn't", "havent": "haven't", "hasnt": "hasn't", "hadnt": "hadn't",
+}
+_BARE_CONTRACTION = re.compile(r"\b(" + "|".join(_BARE_CONTRACTIONS) + r")\b", re.I)
+
+
+def with_apostrophes(text: str) -> str:
+    """``text`` with each contraction typed without its apostrophe written with it ("whats" -> "what's",
+    "cant" -> "can't"), in the case it was typed in ("Whats" -> "What's")."""
+    def restore(m: re.Match) -> str:
+        word = m.group(1)
+        fixed = _BARE_CONTRACTIONS[word.lower()]
+        if word == "IM" or word[0] == "I" and word.lower() in ("im", "ive"):
+            return "I" + fixed[1:]
+        return fixed[0].upper() + fixed[1:] if word[0].isupper() else fixed
+    return _BARE_CONTRACTION.sub(restore, str(text))

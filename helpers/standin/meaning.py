@@ -96,6 +96,7 @@ GENERIC = frozenset("name named called number code day date time place one thing
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TERM = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*(?:'[a-z]+)?")  # "co-supervisor" is not "supervisor"
 _CONTRACTION = re.compile(r"'(?:s|re|m|ve|d|ll)$|n't$")
+_IRREGULAR_NEGATIVES = {"can't": "can", "won't": "will", "shan't": "shall"}  # not "ca", "wo", "sha"
 
 
 _ENDINGS = frozenset("e y ion ation ition ic ical al or er ee ment ive ist ism ity ure ance ence ant ent ous "
@@ -120,7 +121,7 @@ def same_stem(a: str, b: str) -> bool:
 
 def content_stems(text: str, *, generic: bool = True) -> set[str]:
     """Stems of the content words of ``text`` (stop words left out; generic nouns too unless asked)."""
-    words = [_CONTRACTION.sub("", w) for w in _TERM.findall(text.lower().replace("’", "'"))]
+    words = [_CONTRACTION.sub("", _IRREGULAR_NEGATIVES.get(w, w)) for w in _TERM.findall(text.lower().replace("’", "'"))]
     words = [w for w in words if w not in STOP and len(w) > 1]
     return {stem(w) for w in words if generic or w not in GENERIC}
 
@@ -558,9 +559,26 @@ def facts_in(text: str) -> Facts:
     return found
 
 
+_HOURS_IN = {stem(w): hours for w, hours in (("minute", 1 / 60), ("min", 1 / 60), ("hour", 1), ("hr", 1),
+                                               ("day", 24), ("week", 168), ("fortnight", 336))}
+
+
+def _duration_hours(value, unit: str | None) -> float | None:
+    """A duration in hours ("two days" -> 48, "90 minutes" -> 1.5), None for a number of anything else."""
+    hours = next((h for u, h in _HOURS_IN.items() if unit and same_stem(unit, u)), None)
+    return None if hours is None or not isinstance(value, (int, float)) else value * hours
+
+
 def _number_near(value, unit: str | None, facts: Facts) -> bool:
-    """Does ``facts`` state the number ``value`` (counting ``unit``, when given, within 3 words of it)?"""
+    """Does ``facts`` state the number ``value`` (counting ``unit``, when given, within 3 words of it)? A duration
+    may be stated in another unit ("two days" = "48 hours"); "N times" counts occurrences of whatever the passage
+    counts ("three times a term" = "a maximum of three loans per term")."""
     days_of_dates = [Claim("number", (c.value[1], None), "") for c in facts.of("date")]
+    hours = _duration_hours(value, unit)
+    if hours is not None and any(_duration_hours(*c.value) == hours for c in facts.of("number")):
+        return True
+    if unit and same_stem(unit, "time"):
+        unit = None
     for claim in facts.of("number") + days_of_dates:
         if claim.value[0] != value:
             continue
@@ -829,6 +847,10 @@ _COUNT = (r"(?P<bound>no more than|not more than|no longer than|at most|up to|ma
           r"(?:(?:short|brief|single|full)\s+)?"
           r"(?P<unit>sentences?|lines?|liners?)\b(?:\s+or\s+(?P<n3>" + _N + r")\b)?(?:\s+long\b)?")
 _COUNT_RE = re.compile(_COUNT, re.I)
+# a count said to fall short: "one sentence is never enough", "two lines aren't sufficient"
+_NOT_ENOUGH = re.compile(r"\s*(?:(?:is|are|would be|will be)\s+(?:never|not|hardly|rarely)|isn't|aren't|won't be|"
+                         r"(?:is|are)n't)\s+(?:\w+\s+)?(?:enough|sufficient|adequate)\b", re.I)
+_SEVERAL = re.compile(r"\b(?:several|multiple|a few|a couple of|many)\s+(?:\w+\s+)?(?:sentences|lines)\b", re.I)
 _BRIEF = re.compile(r"\b(?:brief(?:ly)?|concise(?:ly)?|short(?:er)?|succinct(?:ly)?|terse(?:ly)?|"
                     r"to the point|in a few words|crisp(?:ly)?)\b", re.I)
 _LONG = re.compile(r"\b(?:detailed|in detail|thorough(?:ly)?|in depth|in-depth|elaborate|at length|long|"
@@ -853,18 +875,23 @@ def length_limit(system: str) -> int | None:
     clause).
     "Never answer in one sentence" asks for at least two, "never two sentences" for one; "don't write long
     answers" for a short one.
-    A request for at least N sentences, or for length, wins over a limit below it.
+    A request for at least N sentences, or for length, wins over a limit below it; a count said to fall short
+    ("one sentence is never enough", "two lines aren't sufficient") and "several sentences" ask for more.
     """
     text = "\n".join(line for line in system.splitlines() if not is_block_line(line))
     most: list[int] = []
     least: list[int] = []
     for clause in _CLAUSE.split(text):
+        if _SEVERAL.search(clause) and not _NEGATION.search(clause[:_SEVERAL.search(clause).start()]):
+            least.append(2)  # "answers of several sentences": more than one
         count = _COUNT_RE.search(clause)
         if count:
             negated = bool(_NEGATION.search(clause[:count.start()]))
             bound = (count.group("bound") or "").lower()
             n = _count(count.group("n3") or count.group("n2") or count.group("n"))
-            if bound in ("more than", "over", "longer than", "exceed", "go beyond"):
+            if _NOT_ENOUGH.match(clause[count.end():]):  # "a single sentence is never enough": more than it
+                least.append(n + 1)
+            elif bound in ("more than", "over", "longer than", "exceed", "go beyond"):
                 (most if negated else least).append(n if negated else n + 1)
             elif bound == "at least":
                 (most if negated else least).append(n - 1 if negated else n)

@@ -25,7 +25,13 @@ one.
    and so is one about a thing the user told of ("who teaches my tutorial?", "which room is the group
    meeting in?" after "my tutorial is ...", "our group meeting is ...", or a bare "when's choir?" a profile
    label names). "We", "us" and "our" speak for the user; a question typed without its mark ("what's my
-   wife called") is still asked.
+   wife called"), without its apostrophes ("whats", "cant": ``helpers.core.words.with_apostrophes``) or with
+   its auxiliary before its subject ("which night does my band rehearse", not "when i was a kid") is still
+   asked. A person or pet named in a profile value ("- partner: Farouk", "- pet: a greyhound called Pepper") is
+   the user's too, and a question naming one is answered only by statements about them (by name, by the
+   relation they were introduced by, or as "he"/"she" in the next sentence), with more than the name: "Tobi has an
+   egg allergy" says nothing of Ada. "Is my car blue?" puts a value to the user's thing: a statement about the
+   car giving a value of that kind (``VALUE_NEAR``: "green") answers it.
 2. *Evidence* is only what the user said, as found in the request: statements (not questions, not
    requests such as "tell me about X") of earlier user messages (the window, newest of all),
    ``[turn N] user: "..."`` quotes and ``- label: value (turn N, ...)`` lines in any system message
@@ -66,12 +72,23 @@ one.
    A match must also carry the *focus* of the question (``_focus``, ``_carries_focus``): for "which/what X"
    it names X as one picked-out thing ("St Luke's hospital") or the object of the question's verb, and for
    "someone's X" it names X or a word near it (``FOCUS_WORD``), so "I take sertraline for anxiety" does not
-   answer "what dose of sertraline do I take?". "My favourite X" needs a statement of liking.
+   answer "what dose of sertraline do I take?". "My favourite X" needs a statement of liking ("fave" too). An
+   attribute of a stated thing ("what make is my car?", "the number plate on my scooter") must be named or given
+   by a word near it; the name of a thing ("the name of Elias's school") must be a name next to it ("St Brigid's
+   hospital", "a tortoise called Admiral"). "What does X do (for a living)?" asks an occupation: the clause
+   naming X says "is a ..." ("my dad's a locksmith", "Gaspard, a firefighter", "he's an architect"). What a
+   relative does is not what the user does ("I play bass" for "what does my mum play?"), and a place in
+   another clause is not where they live. Any word for a relative's role names them ("gran", "grandmother"),
+   "turns 90 on 3 November" gives a birthday, "which days" is answered by days. A phrase with a modifier near a
+   kind ("my medical condition", ``KIND_PHRASE``) asks the kind, and a statement's state is read apart from what
+   follows from it ("I'm type 1 diabetic so I carry snacks").
 4. *Choosing*: statements the context does not mark as superseded ("(superseded at turn M: X is now
    "Y")" after a quote, "(superseded)" or "(outdated)" after a line) first; then the higher level;
    then the larger share of the words asked about; then, for a general question, nearness to its kind; then
    evidence marked current ("(current)", or a profile line that names the value it superseded); then the
-   newest (highest turn id, the window above all, later in the request on a tie). A newer statement that
+   newest (highest turn id, the window above all, later in the request on a tie). A question for the first
+   value ("where am I from originally?") takes no correction; a change "from X to Y" corrects the statement
+   naming X and is quoted without it. A newer statement that
    corrects the chosen one -- a change of state ("actually", "now", "switched", "moved", "pushed to", ...)
    that names the same thing (the head noun of its topic: "team", "locker"), or gives another normalised
    value of the same kind (a room for a room: "I switched to room 318 today"; a bare number only when it
@@ -104,7 +121,8 @@ import numpy as np
 from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import read_fact_lines, read_quotes
 from helpers.core.profile_rules import stated_facts
-from helpers.standin.meaning import (FAMILY, GENERIC, KIN, OPPOSITE_EVENTS, STOP, campus_nearness, content_stems, facts_in,
+from helpers.core.words import with_apostrophes
+from helpers.standin.meaning import (_NUMBER_WORD, FAMILY, GENERIC, KIN, OPPOSITE_EVENTS, STOP, campus_nearness, content_stems, facts_in,
                                      PERSONAL_KINDS, personal_kind, personal_nearness, same_stem, sentences, shared_stems,
                                      similarity, stem, unknown_to_campus)
 from helpers.standin.request_text import _is_ack, _text
@@ -122,6 +140,12 @@ _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|re
 _UNMARKED_QUESTION = re.compile(r"^\W*(?:what|who|where|when|which|how)(?:'s|'re| is| are| was| do| does| did| am|"
                                 r" many| much| old| long)\b"
                                 r"[^.!]*$", re.I)
+# ... or one whose auxiliary comes after the wh-word's noun phrase and before its subject (the order of a question,
+# not of a clause: "which night does my band rehearse", "what medication am i on", but not "when i was a kid")
+_INVERTED_QUESTION = re.compile(r"^\W*(?:and |so |ok |oh |um |hey )?(?:what|which|who|whose|where|when|how)"
+                                r"(?: (?!(?:i|we|you|he|she|they|it|i'm|we're|you're|they're)\b)[\w'-]+){0,4}?"
+                                r" (?:is|are|was|were|am|do|does|did|has|have|can|can't|could|will|would|should)"
+                                r" [^.!]*$", re.I)
 _SAID_QUESTION = re.compile(r"\b(?:what|which) (?:\w+ )?(?:did|have) i (?:say|said|tell|told|mention)|"
                             r"\bwhat i (?:said|told you|mentioned)\b", re.I)
 _STRONG = re.compile(r"\b(?:what|who|where|when|which|how)(?: \w+){0,2}?(?:'s|'re| is| are| was| were)"
@@ -266,6 +290,17 @@ class Asked:
     modifiers: frozenset = frozenset()  # its other words: "pilates" in "my pilates class"
     owner: str | None = None         # "grandmother" in "my grandmother's birthday"
     preposition: str | None = None   # "where am I from?": the answer follows "from"
+    person: str | None = None        # someone of the user's the question names: "Ruben" in "what's Ruben's job?"
+    known_as: frozenset = frozenset()  # the words the user introduced them by: "boyfriend" in "my boyfriend Ruben"
+    value: str | None = None         # the value a yes/no question puts: "blue" in "is my car blue?"
+
+
+# "is my car blue?", "are my sister's eyes green?": a yes/no question putting one value to a thing of the user's
+_VALUE_PUT = re.compile(r"^\W*(?:and |so )?(?:is|are|was|were) (?:my|our) ((?:[a-z][\w'-]* ){0,3}?)([a-z][\w'-]*) "
+                        r"(?:still |really |actually )?([a-z][\w-]*)\s*[?.!]*$")
+VALUE_NEAR = 0.6
+"""A word of a statement this near the value a yes/no question puts is the value stated in its place: "green" for
+"is my car blue?" (0.69); "Panda" (0.2) is no colour."""
 
 
 def _kind(question: str) -> str:
@@ -284,7 +319,7 @@ def _kind(question: str) -> str:
         return "number"
     if re.search(r"\bwho(?:m|se)?\b", low):
         return "person"
-    if re.search(r"\bwhen\b|\bwhat time\b|\b(?:what|which) (?:day|date|year|month|week)\b|\bhow long\b", low):
+    if re.search(r"\bwhen\b|\bwhat time\b|\b(?:what|which) (?:day|date|year|month|week)s?\b|\bhow long\b", low):
         return "time"
     if re.search(r"\bwhere\b", low):
         return "place"
@@ -301,7 +336,9 @@ def asked_about_user(question: str) -> Asked | None:
 
 def _asked(question: str) -> Asked | None:
     """What a question asks, if the user's own statements may answer it (``how`` says how sure that is)."""
-    if "?" not in question and not _RECALL.search(question) and not _UNMARKED_QUESTION.match(question):
+    question = with_apostrophes(question)  # "whats my rabbit called": "what's"
+    if "?" not in question and not _RECALL.search(question) and not _UNMARKED_QUESTION.match(question) and \
+            not _INVERTED_QUESTION.match(question):
         return None
     asked_part = [s for s in sentences(question) if s.endswith("?")]
     question = asked_part[-1] if asked_part else question  # "My name is Ada. When does the club meet?"
@@ -338,10 +375,23 @@ def _asked(question: str) -> Asked | None:
     if not topic and kind != "name" and verb:
         topic = {verb}
     head, modifiers, owner = _phrase(low)
-    stranded = re.search(r"\b(from|with|in|at|for)\s*\?*\s*$", low)
+    value = None
+    put = _VALUE_PUT.match(low)
+    if put and put.group(3) not in STOP and not _TIME_VALUE.search(put.group(3)) and not _CALENDAR.match(
+            put.group(3).capitalize()) and not facts_in(put.group(3)).claims:
+        thing = f"{put.group(1) or ''}{put.group(2)}"  # "is my car blue?": the car, and the value put to it
+        words = [stem(w) for w in _TERMS.findall(thing) if w not in STOP and w not in GENERIC]
+        if words:
+            head, modifiers, owner, value = words[-1], frozenset(words[:-1]), None, put.group(3)
+            topic, how = set(words), "strong"
+    stranded = re.search(r"\b(from|with|in|at|for)((?:\s+[a-z]+ly|\s+(?:now|again|still|these days))*)\s*\?*\s*$", low)
+    if stranded and stranded.group(2).strip():  # "where am I from originally?": the adverb asks nothing
+        topic = topic - content_stems(stranded.group(2))
+        core = core.replace(stranded.group(2).strip(), " ") if re.search(re.escape(stranded.group(2).strip()), core) \
+            else re.sub(re.escape(stranded.group(2).strip()), " ", core, flags=re.I)
     preposition = stranded.group(1) if stranded and not topic else None
     return Asked(topic, kind, how, subject_is_user, " ".join(core.split()), bool(_SAID_QUESTION.search(low)),
-                 verb, head, modifiers, owner, preposition)
+                 verb, head, modifiers, owner, preposition, value=value)
 
 
 def _about_kin(low: str) -> bool:
@@ -362,7 +412,73 @@ def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
                 and not re.search(rf"(?:{_TITLE}\.?|\b(?i:the|at|in|on|from|to|near|into)) {re.escape(name)}\b", item.text)
                 for item in own):
             return name  # "I have two kids, Ren and Hana"
+        if any(item.kind == "profile" and re.search(rf"\bis (?:[\w'-]+ ){{0,4}}?{re.escape(name)}\b", item.text)
+               and not re.search(rf"\b(?i:the|at|in|on|from|to|near|into) {re.escape(name)}\b", item.text)
+               for item in evidence):
+            return name  # "- partner: Farouk", "- pet: a greyhound called Pepper": a profile value names them
     return None
+
+
+def _introduced_as(person: str, evidence: list[_Said]) -> frozenset:
+    """The relation words the user named ``person`` by ("my twin sister Lindiwe": twin, sister; "- partner: Farouk")."""
+    words: set[str] = set()
+    for item in evidence:
+        for m in re.finditer(rf"\b(?i:my|our) ((?:[a-z][\w-]* ){{1,2}}){re.escape(person)}\b", item.text):
+            words |= content_stems(m.group(1), generic=False)
+        if item.kind == "profile" and re.search(rf"\b{re.escape(person)}\b", item.text):
+            words |= content_stems(item.text.removeprefix("my ").split(" is ")[0], generic=False)
+    return frozenset(words)
+
+
+_PRONOUN_SUBJECT = re.compile(r"^\W*(?:and |oh |btw |also )?(?:he|she|they|him|her|them)\b", re.I)
+
+
+def _speaks_of_person(asked: Asked, item: _Said) -> bool:
+    """Does a statement speak of the person the question names (``asked.person``): by their name, by a relation word
+    the user introduced them by when it names no one else ("my boyfriend is ..."), or as "he"/"she" right after a
+    sentence naming them? "Tobi has an egg allergy" says nothing of Ada; "fave food is jollof" nothing of Lindiwe."""
+    name = asked.person or ""
+    if re.search(rf"\b{re.escape(name)}\b", item.text):
+        return True
+    if _PRONOUN_SUBJECT.match(item.text) and re.search(rf"\b{re.escape(name)}\b", item.before):
+        return True
+    others = [m.group(0) for m in _CAPITALISED.finditer(item.text) if m.start() > 0
+              and not _PLACE_BEFORE.search(item.text[:m.start()]) and not _CALENDAR.match(m.group(0))]
+    relations = set(asked.known_as) - set(GENERIC)
+    return bool(relations) and not others and item.kind in ("said", "quote") and bool(
+        shared_stems(relations, content_stems(item.text)) or _roles(set(relations)) & _roles(content_stems(item.text)))
+
+
+# "what does my dad do (for a living)?", "what's Ruben's job?", "what does Saoirse do for work?": an occupation
+_OCCUPATION_ASKED = re.compile(r"\bwhat (?:does|do|did) (?!i\b|you\b|we\b)(?:[\w'-]+ ){1,3}?do(?: for (?:a )?(?:living|work|job|"
+                               r"money))?\s*[?.!]*$|\b(?:job|occupation|profession|line of work)\b", re.I)
+# "my dad's a locksmith", "Kwame is a bus driver", "works as a nurse", "Gaspard, a firefighter": a role a person holds
+_OCCUPATION = re.compile(r"(?:\b(?:is|'s|was|works as|working as|worked as|trained as)|,)\s+(?:a|an)\s+[a-z]", re.I)
+
+
+def _someone_of_theirs(text: str) -> bool:
+    """Does a question name someone in the user's life by their relation ("my husband", "my gran's")?"""
+    return any(shared_stems({stem(m.group(1))}, PEOPLE) for m in re.finditer(r"\b(?:my|our) ([a-z]+)", text.lower()))
+
+
+def _names_occupation(asked: Asked, item: _Said) -> bool:
+    """Does a statement give the occupation of the one an occupation question asks about, in the clause that names
+    them ("my dad's a locksmith in Varna and my mum teaches chemistry") or a clause "he's/she's a ..." of a sentence
+    naming no one else?"""
+    people = {asked.person.lower()} if asked.person else set()
+    wanted = (set(asked.topic) - {stem(w) for w in ("job", "occupation", "profession", "work", "living", "do")}
+              ) | {stem(w) for w in people} | set(asked.known_as)
+    text = f"{item.before} {item.text}" if _PRONOUN_SUBJECT.match(item.text) else item.text
+    for clause in _CLAUSE_BREAK.split(text):
+        if not _OCCUPATION.search(clause if clause.lstrip().startswith(",") else clause):
+            continue
+        named = content_stems(clause)
+        if shared_stems(wanted, named) or _roles(wanted) & _roles(named):
+            return True
+        if _PRONOUN_SUBJECT.match(clause) and (shared_stems(wanted, content_stems(text)) or
+                                               _roles(wanted) & _roles(content_stems(text))):
+            return True  # "my boyfriend Ruben is in Rotterdam, he's an architect"
+    return bool(_OCCUPATION.search(item.text)) and bool(shared_stems(wanted, content_stems(item.text)))
 
 
 def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
@@ -437,6 +553,7 @@ class _Said:
     label: str = ""        # a profile line as written, or a note's fact
     superseded: bool = False
     current: bool = False
+    before: str = ""       # the sentence before it in the same message: whom "she's a teacher" speaks of
 
     @property
     def recency(self) -> tuple:
@@ -459,18 +576,22 @@ def _evidence(messages: list[dict], user_name: str = "") -> list[_Said]:
         if kind in ("profile", "note") or not (text.endswith("?") or _is_ack(text) or _REQUEST.search(text)):
             found.append(_Said(kind, text, turn, len(found), **extra))
 
+    previous = ""  # the user's sentence before: "My cousin Ines visits in May." before "She is a paramedic."
     for message in messages:
         role, text = message.get("role"), _text(message)
         if role == "user" and _same_speaker(message.get("name"), user_name):
             for sentence in sentences(text):
-                said("said", sentence, None, shown=sentence)
+                said("said", sentence, None, shown=sentence, before=previous)
+                previous = sentence
         elif role in ("system", "developer"):
             for quote in read_quotes(text, "user"):  # helpers.core.context_format: the quote line's one reader
                 if not _same_speaker(quote.name, user_name):
                     continue  # "[turn 4] user (Melanie): ..." when Caroline asks: another person's words
                 note = quote.notes[0] if quote.notes else None
+                before = ""
                 for sentence in sentences(quote.text):
-                    said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None)
+                    said("quote", sentence, quote.turn_id, shown=sentence, superseded=note is not None, before=before)
+                    before = sentence
                 if note:
                     label = note.label.split("/")[-1]
                     said("note", f"my {label} is {note.value}", note.turn_id, shown=note.value,
@@ -518,6 +639,12 @@ def _counted_here(asked: Asked, text: str) -> bool:
                                  for claim in facts_in(text).claims)
 
 
+def _named_person(before: str) -> bool:
+    """Does ``before`` end in "my <someone>" ("my grandmother ", "our neighbour "), so the name after it is theirs?"""
+    m = re.search(r"\b(?i:my|our) ([a-z]+)\s+$", before)
+    return bool(m and shared_stems({stem(m.group(1))}, PEOPLE))
+
+
 def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
     """Does a statement name the kind of thing the question asks for (a person, a number, a time, ...)?
     ``asked_text``, the question, tells a count or an age ("how many", "how old") from a number of any kind."""
@@ -550,6 +677,7 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
         rest = " ".join(w for w in text.split() if not shared_stems(content_stems(w), asked_words)) or text
         return _PLACE_VALUE.search(rest) is not None or any(
             m.start() > 0 and not re.search(r"\b(?:an?|the)(?: [a-z]+)*\s*$", text[:m.start()])
+            and not _named_person(text[:m.start()])  # "my grandmother Ilse": a person, no place
             for m in names)
     return True
 
@@ -608,8 +736,25 @@ def _other_owner(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
             return True
     if item.kind not in ("said", "quote"):  # a profile line is the user's own
         return False
+    does = _OTHER_DOES.search(asked.core)
+    other_verb = (does.group(1) or does.group(3)) if does else None
+    if other_verb and other_verb.lower() not in STOP and _user_does(item.text, stem(other_verb.lower())):
+        return True  # "what instrument does my mum play?" and "I play bass in a band": the user plays, not her
     return bool(asked.subject_is_user and asked.verb and shared_stems({asked.verb}, content_stems(item.text))
                 and _someone_else_does(item.text, asked.verb))
+
+
+def _user_does(text: str, verb: str) -> bool:
+    """Does the statement use ``verb`` with the user alone as its subject ("I play bass", "I also work")?"""
+    words = re.findall(r"[A-Za-z']+", text)
+    for i, word in enumerate(words):
+        if i and same_stem(stem(word), verb):
+            j = i - 1
+            while j > 0 and (words[j].lower().endswith("ly") or words[j].lower() in ("now", "still", "also", "just")):
+                j -= 1
+            if words[j].lower() == "i":  # "we" may be the group asked about: "we rehearse" is the band
+                return True
+    return False
 
 
 def _roles(stems: set[str]) -> set[str]:
@@ -654,10 +799,27 @@ def _clipped(topic: set[str], text: str) -> set[str]:
     return found
 
 
+_TURNS_AGE = re.compile(r"\bturn(?:s|ing|ed)?\s+(?:\d{1,3}|" + _NUMBER_WORD + r")\b(?!\s*(?:minutes?|hours?|days?|weeks?|times?))",
+                        re.I)
+
+
+def _birthday_told(word: str, text: str) -> bool:
+    """Is ``word`` "birthday" and does ``text`` say when someone turns an age ("my grandmother turns 90 on 3 November"):
+    the day one's age changes is one's birthday?"""
+    return same_stem(word, stem("birthday")) and _TURNS_AGE.search(text) is not None
+
+
 def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
     preposition) all of them when a word follows "from" in the statement, else none."""
-    shared = shared_stems(asked.topic, content_stems(item.text)) | _clipped(asked.topic, item.text)
+    said_stems = content_stems(item.text)
+    shared = shared_stems(asked.topic, said_stems) | _clipped(asked.topic, item.text)
+    kinds = {claim.kind for claim in facts_in(item.text).claims}  # "which days": "tues and thurs" are days
+    shared |= {w for w in asked.topic if w in kinds and re.search(rf"\b(?:which|what) {w}s?\b", asked.core, re.I)}
+    wanted_roles = {w: _roles({w}) for w in asked.topic}  # "my gran" is "my grandmother", "my dad" "my father"
+    named_roles = _roles(said_stems)
+    shared |= {w for w, roles in wanted_roles.items() if roles and roles & named_roles}
+    shared |= {w for w in asked.topic if _birthday_told(w, item.text)}
     if asked.kind == "number" and _counted_here(asked, item.text):  # "three daughters": the children counted
         shared |= {w for w in asked.topic if _counts(w, _counted(asked.core) or w)}
     coverage = len(shared) / len(asked.topic) if asked.topic else 0.0
@@ -731,6 +893,7 @@ def _another_head(asked: Asked, item: _Said, topics: list[str]) -> bool:
         return False
     said_about = content_stems(" ".join(topics), generic=False)
     head_named = (shared_stems({asked.head}, content_stems(item.text)) or _clipped({asked.head}, item.text)
+                  or _birthday_told(asked.head, item.text)
                   or said_about <= shared_stems(said_about, set(asked.modifiers)))  # "my minor (subject)"
     return not head_named and float(np.max(similarity(asked.head, topics))) < SAME_TOPIC
 
@@ -804,23 +967,39 @@ def _same_kind_of_attribute(asked: Asked, item: _Said) -> bool:
     return _kind_nearness(asked, item) > 0
 
 
+_CAUSE = re.compile(r"\s(?:so|which is why|that's why|and so)\s", re.I)  # a state, then what follows from it
+KIND_PHRASE = 0.6
+"""A phrase of the user's with modifiers ("my medical condition" 0.73, "my food allergy" 0.88) this near a kind of
+personal attribute names the kind, not one thing ("my dentist appointment" is 0.51 from "my appointments")."""
+
+
+def _phrase_of(asked: Asked) -> str:
+    """The words of the phrase asked about as the question writes them: "medical condition" in "my medical condition"."""
+    m = re.search(r"\b(?:my|our) ((?:[a-z][\w-]* ){0,3}?)" + re.escape(asked.head or "") + r"\w*", asked.core.lower())
+    return m.group(0).split(" ", 1)[1] if m else " ".join(sorted(asked.modifiers)) + " " + (asked.head or "")
+
+
 def _kind_nearness(asked: Asked, item: _Said) -> float:
     """How near a statement is to the kind of personal attribute a general question asks about (0: not of it;
     see ``_same_kind_of_attribute``); it ranks the statements of that kind."""
     if shared_stems(asked.topic, {stem(w) for w in FAMILY}):
         if {stem(w) for w in KIN} & {stem(w) for w in _TERMS.findall(item.text.lower())}:
             return 1.0
-    if asked.owner or asked.modifiers:
+    if asked.owner or (asked.modifiers and personal_kind(" ".join(_TERMS.findall(_phrase_of(asked))))[1] < KIND_PHRASE):
         return 0.0  # "my grandmother's birthday", "my dentist appointment": one thing, not a kind of thing
     kind, nearness = personal_kind(asked.core)
     if nearness < KIND_QUESTION:
         return 0.0
-    item_kind, item_best = personal_kind(item.text)
-    item_nearness = item_best if item_kind == kind else float(similarity(PERSONAL_KINDS[kind], [item.text])[0])
     restriction = re.search(r"\b(?:can't|cannot|can not|mustn't|shouldn't|avoid|not allowed)\b", asked.core, re.I)
-    clear = (item_kind == kind and item_nearness >= KIND_STATEMENT) or (
-        item_nearness >= KIND_CLEAR and (restriction or item_best - item_nearness <= KIND_TIE))
-    return item_nearness if clear else 0.0
+    best = 0.0
+    cause = _CAUSE.split(item.text) if item.kind in ("said", "quote") else []
+    for text in [item.text] + ([cause[0]] if len(cause) > 1 else []):  # "I'm type 1 diabetic so I carry snacks":
+        item_kind, item_best = personal_kind(text)                      # the state is the clause before "so"
+        item_nearness = item_best if item_kind == kind else float(similarity(PERSONAL_KINDS[kind], [text])[0])
+        clear = (item_kind == kind and item_nearness >= KIND_STATEMENT) or (
+            item_nearness >= KIND_CLEAR and (restriction or item_best - item_nearness <= KIND_TIE))
+        best = max(best, item_nearness if clear else 0.0)
+    return best
 
 
 def _level(asked: Asked, item: _Said, shared: set[str], coverage: float, topic_similarity: float,
@@ -848,9 +1027,9 @@ LIGHT_VERBS = frozenset(stem(w) for w in "take have get do make go use keep put 
 _PART_OF_DAY = re.compile(r"\b(?:mornings?|afternoons?|evenings?|nights?|noon|midday|midnight|o'clock)\b", re.I)
 _VALUE_ASKED = re.compile(r"\b(?:which|what) (floor|room|day|date|time)\b", re.I)  # a value facts_in normalises
 _OTHER_DOES = re.compile(r"\b(?:does|do|did|will) (?i:my (?:[\w'-]+ ){1,3}?|our (?:[\w'-]+ ){1,3}?)"
-                         r"(?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?\b(?=[^?]*\?)|"
+                         r"(?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?\b(?=[^?]*(?:\?|$))|"
                          r"\b(?i:does|did|will) (?:[A-Z][a-z'-]+) (?i:([a-z]+))(?i:\s+(?:for|as|at)?\s*(?:a\s+)?([a-z]+))?"
-                         r"\b(?=[^?]*\?)")  # "where does my sister work?", "what does Lena study?"
+                         r"\b(?=[^?]*(?:\?|$))")  # "where does my sister work?", "what does Lena study?"
 # "my doctor switched me", "our tutor moved us": the one who made a change, acting on the user
 _AGENT = re.compile(r"(?:my|our) [a-z][\w-]*(?: [a-z][\w-]*)?\s+(?:has |had |just |have )?"
                     r"(?:\w+ed|put|set|swapped|moved|got|made|told) (?:me|us)\b", re.I)
@@ -897,7 +1076,7 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
         verb = stem(verb_word)
         alike = {verb} | {stem(w) for group in OPPOSITE_EVENTS if shared_stems({verb}, {stem(x) for x in group})
                           for w in group}  # "when does my brother come?" and "my brother visits on the 14th"
-        if not shared_stems(alike, said_words):
+        if not shared_stems(alike, said_words) and not (asked.kind == "place" and _placed_in_own_clause(asked, item, verb)):
             return True  # "where does my supervisor work?" and "my supervisor is Professor Adeyemi"
     if score >= STATEMENT_SIMILARITY:
         return False
@@ -906,11 +1085,77 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
     return False
 
 
+_NAMED_PLACE = re.compile(r"\b(?:in|at|near|from|outside)\s+(?:the\s+)?(?!(?:" + "|".join(WEEKDAYS) + r"|January|February|"
+                          r"March|April|May|June|July|August|September|October|November|December)\b)[A-Z][a-z]")
+_CLAUSE_BREAK = re.compile(r"[,;:!]|\s[-–—]\s|\b(?:and|but|so|because|while|though)\b", re.I)
+
+
+def _placed_in_own_clause(asked: Asked, item: _Said, verb: str) -> bool:
+    """Does the clause of the statement that names whom a "where does X <verb>?" asks about place them ("my sister
+    Giulia is a nurse in Bristol" says where she lives; in "my grandmother turns 90, we're doing lunch at the
+    Lantern" the place is another clause's)?"""
+    wanted = set(asked.topic) - {verb}
+    for clause in _CLAUSE_BREAK.split(item.text):
+        if wanted and shared_stems(wanted, content_stems(clause)) and _NAMED_PLACE.search(clause):
+            return True
+    return False
+
+
+# "the name of Elias's school", "what is my landlord's company called": the thing whose own name is asked
+_NAME_OF = re.compile(r"\bname of (?:the |my |our |his |her |their |(?:[A-Za-z]+['’]s )){0,2}([a-z][\w-]*)\b|"
+                      r"\b(?:what|how)(?:'s| is| are| was)? (?:the |my |our |(?:[A-Za-z]+['’]s ))+([a-z][\w-]*) (?:called|named)\b",
+                      re.I)
+
+
+def _gives_its_name(head: str, text: str) -> bool:
+    """Does ``text`` give a name for the thing ``head`` names: a capitalised name next to it ("St Brigid's hospital",
+    "Hollis Hall"), or after "called", "named", "is" ("a tortoise called Admiral", "my school is Greenfield")?"""
+    words = re.findall(r"[A-Za-z0-9][\w'’-]*", text)
+    for i, word in enumerate(words):
+        if not same_stem(stem(word.lower()), head):
+            continue
+        before = words[max(0, i - 1):i]
+        if before and before[0][0].isupper() and i - 1 > 0 and before[0] not in ("I", "My", "Our"):
+            return True
+        if word[0].isupper() and i > 0:
+            return True  # "Hollis Hall"
+        for after in words[i + 1:i + 5]:  # "is called the Tidal Bots", "renamed the team to Kelp Coders"
+            if after[0].isupper() and after != "I":
+                return True
+            if after.lower() not in ("is", "'s", "was", "called", "named", "now", "to", "the", "still", "actually"):
+                break
+    return False
+
+
+def _states_a_value_like(asked: Asked, item: _Said) -> bool:
+    """Does the statement give the value a yes/no question puts, or another of its kind (``VALUE_NEAR``): "green" for
+    "is my car blue?" -- the answer is then that value?"""
+    words = [w for w in _TERMS.findall(item.text.lower()) if w not in STOP and not shared_stems({stem(w)}, asked.topic)]
+    if not words:
+        return False
+    return any(same_stem(stem(w), stem(asked.value)) for w in words) or \
+        float(np.max(similarity(asked.value, words))) >= VALUE_NEAR
+
+
 def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) -> tuple[int, float]:
     """How well a statement answers the question (step 3 of the module docstring): its level (3, 2, 1, or 0
     for not at all) and the share of the words asked about that it uses. ``score``: the similarity of the
     whole question to the statement. Each step is a function of its own, in this order."""
     shared, coverage = _words_asked_about(asked, item)
+    if asked.person and not _speaks_of_person(asked, item):
+        return 0, coverage  # "what is Ada allergic to?" and "Tobi has a severe egg allergy"
+    if asked.person and asked.kind in ("thing", "yes_no") and set(asked.topic) - shared_stems(
+            set(asked.topic), {stem(asked.person.lower())}) and shared <= shared_stems(shared, {stem(asked.person.lower())}) \
+            and not _OCCUPATION_ASKED.search(asked.core):
+        return 0, coverage  # "what's Corin studying?" and "my flatmate Corin supports Ashford Rovers": only the name
+    if _OCCUPATION_ASKED.search(asked.core) and (asked.person or _someone_of_theirs(asked.core)):
+        return (3, 1.0) if _names_occupation(asked, item) else (0, coverage)
+    named = _NAME_OF.search(asked.core)
+    if asked.value and not _states_a_value_like(asked, item):
+        return 0, coverage  # "is my car blue?" and "my car is parked in lot C": no colour given
+    named_word = next((g for g in named.groups() if g), "") if named else ""
+    if named_word and named_word.lower() not in GENERIC | STOP and not _gives_its_name(stem(named_word), item.text):
+        return 0, coverage  # "what's the name of Elias's school?" and "my son Elias just started primary school"
     if not _carries_focus(asked, item, question_stems):
         return 0, coverage  # "what dose of sertraline do I take?" and "I take sertraline for anxiety"
     if asked.how == "third":
@@ -941,7 +1186,7 @@ _OWNED_FOCUS = re.compile(r"(?:\b(?!(?:What|Who|Where|When|Which|How|That|It|The
 # "does Kenji play", "do I drive", "am I allergic": the question's own predicate, whose object is the answer
 _PREDICATE = re.compile(r"\b(?i:do|does|did|am|is|are|was|were)\s+(?:(?i:i|we|you)|[A-Z][a-z'-]+|(?i:my|our) [a-z]+)\s+"
                         r"(?i:(?:\w+ly|still|now|usually|normally|often|always) )*([a-z]+)")
-_PREFERENCE = re.compile(r"\b(?:favou?rites?|love[sd]?|loving|like[sd]?|prefer\w*|best|most|enjoy\w*|fan of|"
+_PREFERENCE = re.compile(r"\b(?:favou?rites?|fave?s?|faves|love[sd]?|loving|like[sd]?|prefer\w*|best|most|enjoy\w*|fan of|"
                          r"go-to)\b", re.I)  # what someone likes above others
 _FOCUS_VALUES = frozenset(stem(w) for w in "time day date year month week term semester room floor".split())
 _SPECIFIERS = frozenset("a an any some another".split())
@@ -949,6 +1194,8 @@ _DETERMINERS = frozenset("the my our your his her their this that these those".s
 # "what colour is my car?": one attribute of the thing named last, not a thing related to it ("which band is Kenji
 # in?", "which hospital is Selin booked into?" end on their relation)
 _PROPERTY = re.compile(r"\b(?:is|are|was|were)\s+(?:(?i:my|our|your|the)|[A-Z][a-z'-]+)((?:\s+[\w'-]+){0,3})\s*[?.!]*\s*$")
+_PART_OF = re.compile(r"^\W*(?:and |so )?(?:what|which)(?:'s| is| are| was| were) the ((?:[a-z][\w-]* ){0,2}?[a-z][\w-]*) "
+                      r"(?:of|on|for|in|at) (?i:my|our|your|[A-Z][a-z'-]+['’]s)\b")
 FOCUS_WORD = 0.7
 """A word of a statement this near the attribute a possessive question asks for gives it: "works" for "what is
 Arjun's job?" (0.77 to "work"); "partner" (0.43) and "live" (0.45) say nothing of Noor's job."""
@@ -970,6 +1217,14 @@ def _focus(asked: Asked) -> tuple[str | None, str]:
         word = which.group(1).lower()
         if word not in STOP and word not in GENERIC and not shared_stems({stem(word)}, _FOCUS_VALUES):
             return stem(word), "which"
+    if which and prop and not related and not prop.group(1).strip().lower().endswith(which.group(1).lower()):
+        word = which.group(1).lower()  # "what make is my car?", "what colour is Biscuit?": an attribute of the thing
+        if word not in STOP and word not in GENERIC and not shared_stems({stem(word)}, _FOCUS_VALUES):
+            return stem(word), "owned"
+    part = _PART_OF.search(asked.core)  # "what's the number plate on my scooter?": a part or attribute of a thing
+    words = [w for w in part.group(1).lower().split() if w not in STOP | GENERIC] if part else []
+    if words and not shared_stems({stem(words[-1])}, _FOCUS_VALUES):  # "the serial number": "serial"
+        return stem(words[-1]), "owned"
     owned = ([m for m in _OWNED_FOCUS.finditer(asked.core)] or [None])[-1]
     if owned and owned.group(1).lower() not in STOP | GENERIC and not shared_stems({stem(owned.group(1))},
                                                                                   _FOCUS_VALUES):
@@ -1013,6 +1268,8 @@ def _object_given(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     for i, word in enumerate(words):
         if not same_stem(stem(word.lower()), verb):
             continue
+        if i and words[i - 1].lower() in _DETERMINERS | _SPECIFIERS:
+            continue  # "my driving test": a noun's modifier after its determiner, not the verb "drive"
         rest = [w for w in words[i + 1:i + 6] if w.lower() not in STOP and not w.lower().endswith("ly")]
         nxt = rest[0] if rest else ""
         if nxt and (nxt[0].isupper() or nxt[0].isdigit() or not shared_stems(content_stems(nxt), question_stems)):
@@ -1025,7 +1282,7 @@ def _carries_focus(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     topic or person? For "which X" it names X as one thing picked out, or gives the object of the question's own
     predicate; for "<someone>'s X" it names X or a word near it (``FOCUS_WORD``); a profile line names X in its label
     or value. "my favourite X" asks for a liking the statement must state ("I'm vegan" is no favourite food)."""
-    if re.search(r"\bfavou?rite\b", asked.core, re.I) and not _PREFERENCE.search(item.label or item.text):
+    if re.search(r"\b(?:favou?rite|fave?)\b", asked.core, re.I) and not _PREFERENCE.search(item.label or item.text):
         return False
     focus, how = _focus(asked)
     if focus is None:
@@ -1104,6 +1361,13 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
         return False
     if item.kind in ("profile", "note") or _other_owner(asked, item, question_stems):
         return False
+    if asked.value and not _states_a_value_like(asked, item):
+        return False  # "I switched from lot C to the multistorey" changes where the car parks, not its colour
+    change = _FROM_TO.search(item.text)
+    old_value = content_stems(change.group(2)) if change else set()
+    if old_value and shared_stems(old_value, content_stems(best.text)) == old_value and \
+            not shared_stems(old_value, asked.topic):
+        return True  # "I switched from the north rack to the cage" changes "my bike is locked at the north rack"
     head = _topic_head(best)
     if _owns_another_thing(item, head, best, asked):
         return False
@@ -1132,16 +1396,24 @@ def _corrected(asked: Asked, best: _Said, matched: list[_Said], evidence: list[_
     return best
 
 
+_ORIGINAL = re.compile(r"\b(?:originally|at first|initially|to begin with|to start with|used to|previously|"
+                       r"in the first place)\b", re.I)  # a question for the first value, not the newest
+
+
 def _about_user(messages: list[dict]) -> str | None:
     """Rule 1b: answer a question about the user from the user's own statements in the request."""
     if not messages or messages[-1].get("role") != "user":
         return None
-    question = _text(messages[-1])
+    question = with_apostrophes(_text(messages[-1]))
     asked = _asked(question)
     if asked is None:
         return None
     evidence = _evidence(messages[:-1], " ".join(str(messages[-1].get("name") or "").split()))
-    if asked.how == "third" and _someone_they_told_of(question, evidence):
+    person = _someone_they_told_of(question, evidence)
+    if person and not _FIRST_PERSON.search(question.replace(f"{person}'s", " ")) and person.lower() not in \
+            {w.lower() for w in ("I",)}:
+        asked.person, asked.known_as = person, _introduced_as(person, evidence)
+    if asked.how == "third" and person:
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
     if asked.how in ("weak", "third") and _told_of_it(asked, question, evidence):
         asked.how = "strong"  # "who teaches my tutorial?" after "my tutorial is in room 2.14": their own thing
@@ -1165,11 +1437,13 @@ def _about_user(messages: list[dict]) -> str | None:
     if asked.how == "third" and asked.kind != "person" and campus_nearness(question)[0] >= CAMPUS_SIMILARITY:
         return None  # "where is Pemberton Hall?" asks the campus, even after "my exam is in Pemberton Hall"
     best = replaced = max(ranked, key=lambda pair: pair[0])[1]
-    if not asked.said:  # a newer correction of the same thing wins over the value it replaced
+    if not asked.said and not _ORIGINAL.search(question):  # a newer correction of the same thing wins over the value
+        # it replaced -- unless the question asks for the first value ("where am I from originally?")
         best = _corrected(asked, best, [item for _, item in ranked], evidence, question_stems)
     where = f" (turn {best.turn})" if best.turn is not None else ""
     if best.kind in ("said", "quote"):
         best.shown = _what_holds(best.shown, asked, strict=not _CORRECTION.search(best.text))
+        best.shown = _FROM_TO.sub(r"\1 \3", best.shown)  # "I switched from lot C to the multistorey": what holds now
     if best.kind in ("said", "quote") and (best is not replaced or _CORRECTION.search(best.text)):
         older = [replaced] if best is not replaced else [i for _, i in ranked if i.recency < best.recency]
         now = next((v for v in (_new_values(item, best) for item in older) if v), "")
@@ -1217,6 +1491,11 @@ def _new_values(old: _Said, new: _Said) -> str:
     changed = _changed_values(old, new)
     values = [c.written for c in facts_in(new.shown).claims if c.kind in changed and c.written.lower() not in old_written]
     return " ".join(dict.fromkeys(values))
+
+
+# a change from one value to another: "switched from the chess club to the climbing society" -> only the new one
+_FROM_TO = re.compile(r"\b((?:switch|swap|mov|chang|transferr|shift|upgrad|downgrad|went|go|gone|convert)\w*"
+                      r"(?: (?!from\b)\w+)?) from ((?:(?!\bto\b)[^,;.!?])+?) (to|for|into|onto)\b", re.I)
 
 
 def _what_holds(sentence: str, asked: Asked, strict: bool = False) -> str:
