@@ -15,7 +15,8 @@ ranking by meaning, k=10) by:
   pg hnsw              the HNSW index (m=16, ef_construction=64; ``hnsw.ef_search`` 160), ``method="hnsw"``
 
 and the whole ``search_user_turns`` (both rankings, fused, then recall's rules across lines) on SQLite and on
-PostgreSQL, beside the same search without those rules (``recall_index.rerank`` left out). It prints the median
+PostgreSQL, beside the search as it was before those rules (``search_as_before``: the fused order, quotes of the
+k turns kept). It prints the median
 and p95 per search, HNSW recall@10 against the exact ranking, the HNSW build time and size, and writes
 ``benchmarks/recall_scale.png``.
 
@@ -33,7 +34,6 @@ same run, with recall@10 >= 0.95. The exit status is 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -152,17 +152,15 @@ def p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-@contextlib.contextmanager
-def without_rules():
-    """``search_user_turns`` as it was before recall's rules across lines: the fused order, unchanged."""
-    from helpers.sessions import recall_search
+def search_as_before(store, user_id: str, vector, text: str, k: int = 10, min_score=None) -> dict:
+    """``search_user_turns`` as it was before recall's rules across lines: the fused order, and the quotes of
+    only the ``k`` turns kept (the rules read the found turns' and their neighbours')."""
+    from helpers.sessions import recall_search as rs
 
-    kept = recall_search.rerank
-    recall_search.rerank = lambda question, scores, lexical, excluded=(): scores
-    try:
-        yield
-    finally:
-        recall_search.rerank = kept
+    pool = max(rs.DEFAULT_POOL, 4 * k)
+    fused = rs.fuse(rs.dense_lines(store, user_id, vector, min_score=min_score, pool=pool),
+                    rs.word_lines(store, user_id, text, pool=pool))
+    return rs._backend(store).quotes(rs.check_user_id(user_id), list(rs.first_turns(fused, k)))
 
 
 def measure(size: int, dsn: str, queries: int, seed: int, uniform: bool = False) -> dict:
@@ -186,9 +184,7 @@ def measure(size: int, dsn: str, queries: int, seed: int, uniform: bool = False)
         result["sqlite"], _ = timed(lambda q: dense_lines(sqlite, USER, q, min_score=None, pool=10), qs)
         result["sqlite search"], _ = timed(lambda i: search_user_turns(sqlite, USER, qs[i], words[i], k=10,
                                                                         min_score=None), range(queries))
-        with without_rules():
-            result["sqlite plain"], _ = timed(lambda i: search_user_turns(sqlite, USER, qs[i], words[i], k=10,
-                                                                           min_score=None), range(queries))
+        result["sqlite plain"], _ = timed(lambda i: search_as_before(sqlite, USER, qs[i], words[i]), range(queries))
         sqlite.close()
     schema = f"scale_{size}{'_uniform' if uniform else ''}"
     drop_schema(dsn, schema)
@@ -213,9 +209,7 @@ def measure(size: int, dsn: str, queries: int, seed: int, uniform: bool = False)
                                       qs)
     result["pg search"], _ = timed(lambda i: search_user_turns(pg, USER, qs[i], words[i], k=10, min_score=None),
                                    range(queries))
-    with without_rules():
-        result["pg plain"], _ = timed(lambda i: search_user_turns(pg, USER, qs[i], words[i], k=10, min_score=None),
-                                      range(queries))
+    result["pg plain"], _ = timed(lambda i: search_as_before(pg, USER, qs[i], words[i]), range(queries))
     result["recall@10"] = statistics.mean(len(set(e[:10]) & set(a[:10])) / 10 for e, a in zip(exact, approx))
     result["auto plan uses hnsw"] = "hnsw" in dense_plan(pg, USER, qs[0], pool=10)
     pg.close()
@@ -318,15 +312,15 @@ def main(argv: list[str] | None = None) -> int:
               f"HNSW built in {r['hnsw build s']:.1f} s ({r['hnsw MB']:.0f} MB); auto plan uses HNSW: {r['auto plan uses hnsw']}", flush=True)
     print()
     print("| stored turns | SQLite brute | PG brute (into Python) | PG exact (in DB) | PG HNSW | brute/HNSW | "
-          "HNSW recall@10 | search_user_turns SQLite (without the rules) | search_user_turns PG (without the rules) |")
+          "HNSW recall@10 | search_user_turns SQLite; as before the rules | search_user_turns PG; as before the rules |")
     print("|---|---|---|---|---|---|---|---|---|")
     ms = lambda values: f"{1000 * statistics.median(values):.1f} ms (p95 {1000 * p(values, 0.95):.1f})"  # noqa: E731
     median = lambda values: f"{1000 * statistics.median(values):.1f} ms"  # noqa: E731
     for r in results:
         ratio = statistics.median(r["pg brute"]) / statistics.median(r["pg hnsw"])
         print(f"| {r['size']:,}{' uniform' if r['uniform'] else ''} | {ms(r['sqlite'])} | {ms(r['pg brute'])} | {ms(r['pg exact'])} | {ms(r['pg hnsw'])} "
-              f"| {ratio:.1f}x | {r['recall@10']:.3f} | {ms(r['sqlite search'])}; without {median(r['sqlite plain'])} "
-              f"| {ms(r['pg search'])}; without {median(r['pg plain'])} |")
+              f"| {ratio:.1f}x | {r['recall@10']:.3f} | {ms(r['sqlite search'])}; {median(r['sqlite plain'])} "
+              f"| {ms(r['pg search'])}; {median(r['pg plain'])} |")
     plot(results, Path(args.plot))
     print(f"\nplot: {args.plot}")
     ok = True

@@ -27,7 +27,29 @@ def test_a_line_beside_a_match_on_the_same_day_comes_with_it_and_only_in_its_own
     found = [(h.session_id, h.turn_id) for h in hits]
     assert found[:2] == [("hike", 0), ("hike", 1)]  # the next turn that day, though it shares no word or meaning
     assert "eagles" in hits[1].quote
-    assert ("other", 1) not in found and ("hike", 7) not in found  # another session; a turn further away
+    assert ("hike", 7) not in found  # a turn further away is no context
+
+
+def test_a_line_is_never_the_context_of_another_sessions_line():
+    day = "2023-06-10"
+    quotes = {("a", 5): {0: f'[turn 5, {day}] user: "the ridge hike was long"'},
+              ("b", 0): {0: f'[turn 0, {day}] user: "my cousin moved to Leeds"'},
+              ("b", 1): {0: f'[turn 1, {day}] user: "a short hike by the river"'}}
+    read = []
+    fused = [(("a", 5, 0), 1.0), (("b", 1, 0), 0.1)]
+    ranked, _ = recall_search.reranked("how was the hike?", fused,
+                                       lambda turns: read.extend(turns) or {t: quotes[t] for t in turns if t in quotes})
+    scores = dict(ranked)
+    assert ("b", 0) in read  # read as the neighbour of b's match
+    # b's first line is two lines from a's match in the order read, but in another session: only b's weak match
+    # lends it context (0.4 x 0.1, lifted by its day), never a's (0.4 x 1.0)
+    assert 0 < scores[("b", 0, 0)] < 0.1
+
+
+def test_a_negative_turn_id_keeps_its_quote(store):
+    plant(store, "ada", "neg", [(-1, "the ridge hike was long", None, one_hot(8, 0)[None, :], False)])
+    hits = search_user_turns(store, "ada", one_hot(8, 0), "how was the hike?", k=1)
+    assert hits[0].turn_id == -1 and "ridge hike" in hits[0].quote
 
 
 def test_without_the_rules_the_neighbour_is_not_found(store, monkeypatch):

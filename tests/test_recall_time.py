@@ -26,6 +26,8 @@ def fresh(**kwargs):
     ("what happened on the 3rd of may", ((None, 5, 3, 3),)),
     ("Who came by on 2023-05-03?", ((2023, 5, 3, 3),)),
     ("What did I do in Sept?", ((None, 9, 1, 31),)),
+    ("what did I do in mid-June?", ((None, 6, 1, 31),)),
+    ("Where was I early-July 2023?", ((2023, 7, 1, 31),)),
     ("How many times did she go to the beach in 2023?", ()),  # a year alone names no period
     ("May I ask what my locker number is?", ()),  # "May" that is no month
     ("Where did I march last week?", ()),
@@ -126,3 +128,29 @@ def test_a_question_about_yesterday_ranks_yesterdays_line_first(monkeypatch):
     assert index.search(asked, k=1)[0].turn_id == 0
     monkeypatch.setattr(recall_index, "TIME_WEIGHT", 0.0)
     assert index.search(asked, k=1)[0].turn_id != 0  # without the rule another session's line wins
+
+
+def test_a_day_named_from_today_is_that_day_only():
+    from datetime import date
+
+    scores = {0: 1.0, 2: 1.0, 4: 1.0}
+    days = {0: "2026-11-29", 1: "2026-11-30", 2: "2026-12-02"}  # yesterday, today, a later day
+    out = by_named_time("What did I tell you yesterday?", scores, days, today=date(2026, 11, 30))
+    assert out[0] > out[2] == out[4] == 1.0  # a named calendar day reaches a week on; "yesterday" does not
+
+
+def test_a_stored_day_that_is_no_calendar_day_counts_as_undated():
+    scores = {0: 1.0, 2: 1.0, 4: 1.0}
+    days = {0: "2023-02-30", 1: "0001-01-05", 2: "2023-12-04"}
+    out = by_named_time("Where did we go camping in December?", scores, days)
+    assert out == {0: 1.0, 2: 1.0, 4: 2.0}
+
+
+def test_a_days_strength_is_its_own_matches_not_their_context():
+    # one match a day, equal; the first day also has two lines that are only context of its match
+    matched = {0: 0.30, 10: 0.30}
+    scores = {0: 0.30, 2: 0.12, 4: 0.12, 10: 0.30}
+    days = {0: "2023-07-01", 1: "2023-07-01", 2: "2023-07-01", 5: "2023-08-09"}
+    out = by_day(scores, days, matched)
+    assert out[0] == out[10]
+    assert by_day(scores, days)[0] > by_day(scores, days)[10]  # counted from the scores, context would count

@@ -102,8 +102,8 @@ SPEAKER_FACTOR = 0.5
 FEEDBACK_WEIGHT = 0.3
 FEEDBACK_ROWS = 3
 # The day a match was said: a conversation returns to one subject on one day, so a line gains DAY_WEIGHT x
-# its day's strength (the mean of the day's DAY_LINES best fused scores, over the best day's), multiplied into
-# its own score (a line that matched nothing gains nothing). ``by_day``.
+# its day's strength (the mean of the day's DAY_LINES best fused scores before context, over the best day's),
+# multiplied into its own score (a line that matched nothing, nor sits beside a match, gains nothing). ``by_day``.
 DAY_WEIGHT = 0.6
 DAY_LINES = 3
 # A question that names a time ("in June", "on 3 May 2023", "in August 2023", "yesterday", "last week") asks
@@ -515,8 +515,9 @@ def rerank(question: str, fused: dict[int, float], lexical: "_Lexical",
     (``with_context``), the day (``by_day``), a named time (``by_named_time``), a named speaker
     (``_Lexical.by_named_speaker``). ``lexical`` knows every line's day and speaker; the session store's search
     (``helpers.sessions.recall_search``) builds one over the turns it found and their neighbours."""
+    matched = fused
     fused = with_context(fused, lexical, excluded)
-    fused = by_day(fused, lexical.days)
+    fused = by_day(fused, lexical.days, matched)  # a day's strength is its own matches, not their context
     fused = by_named_time(question, fused, lexical.days)
     return lexical.by_named_speaker(question, fused)
 
@@ -542,13 +543,15 @@ def with_context(fused: dict[int, float], lexical: "_Lexical", excluded: Collect
     return out
 
 
-def by_day(scores: dict[int, float], days: Mapping[int, str]) -> dict[int, float]:
+def by_day(scores: dict[int, float], days: Mapping[int, str],
+           matched: Mapping[int, float] | None = None) -> dict[int, float]:
     """Each dated line's score times 1 + ``DAY_WEIGHT`` x its day's strength: the mean of the day's ``DAY_LINES``
-    best scores, over the strongest day's. Lines of undated turns are left as they are."""
+    best ``matched`` scores (the lines' own matches, before context; ``scores`` when not given), over the
+    strongest day's. Lines of undated turns are left as they are."""
     if not DAY_WEIGHT:
         return scores
     per_day: dict[str, list[float]] = {}
-    for code, score in scores.items():
+    for code, score in (scores if matched is None else matched).items():
         day = days.get(code // 2)
         if day is not None:
             per_day.setdefault(day, []).append(score)
@@ -556,7 +559,7 @@ def by_day(scores: dict[int, float], days: Mapping[int, str]) -> dict[int, float
     top = max(strength.values(), default=0.0)
     if top <= 0:
         return scores
-    return {code: score * (1 + DAY_WEIGHT * strength[days[code // 2]] / top) if code // 2 in days else score
+    return {code: score * (1 + DAY_WEIGHT * strength.get(days[code // 2], 0.0) / top) if code // 2 in days else score
             for code, score in scores.items()}
 
 
@@ -567,7 +570,7 @@ _DAY_NUMBER = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+((?:19|20)\d\d))?"
 _DAY_MONTH = re.compile(r"\b" + _DAY_NUMBER + r"(?:\s+of)?\s+" + _MONTH + r"\b" + _YEAR, re.I)
 _MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+" + _DAY_NUMBER + r"\b" + _YEAR, re.I)
-_MONTH_ONLY = re.compile(r"\b(?:in|during|of|since|early|late|mid|mid-)\s+" + _MONTH + r"\b" + _YEAR + r"|\b"
+_MONTH_ONLY = re.compile(r"\b(?:(?:in|during|of|since)\s+|(?:early|late|mid)(?:-|\s+))" + _MONTH + r"\b" + _YEAR + r"|\b"
                          + _MONTH + r"\s+((?:19|20)\d\d)\b", re.I)
 _ISO_DAY = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
 
@@ -643,33 +646,40 @@ def relative_period(question: str, today: date) -> tuple[tuple[date, date], ...]
 
 
 def _spans(question: str, said: date, today: date) -> list[tuple[date, date]]:
-    """Every period ``question`` names as (first day, last day); a month or day named without a year is taken in
-    ``said``'s year and the year before (a question in January about "December")."""
+    """Every period ``question`` names as (first day, last day said of it): a named day or month reaches
+    ``TIME_SLACK_DAYS`` past its end (people tell of a day afterwards), and one named without a year is taken in
+    ``said``'s year and the year before (a question in January about "December"); a day named from today
+    ("yesterday", "last week") is that day and no other."""
     spans = list(relative_period(question, today))
+    slack = timedelta(days=TIME_SLACK_DAYS)
     for year, month, first, last in named_period(question):
         for y in ([year] if year else [said.year, said.year - 1]):
+            if not 1 <= y <= 9998:
+                continue
             month_end = (date(y + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
             if first <= month_end:
-                spans.append((date(y, month, first), date(y, month, min(last, month_end))))
+                spans.append((date(y, month, first), date(y, month, min(last, month_end)) + slack))
     return spans
 
 
 def by_named_time(question: str, scores: dict[int, float], days: Mapping[int, str],
                   today: date | None = None) -> dict[int, float]:
-    """``scores`` with the lines said in a period ``question`` names (``named_period``, ``relative_period`` from
-    ``today``: the clock's, by default), or up to ``TIME_SLACK_DAYS`` after it, at 1 + ``TIME_WEIGHT`` times
-    theirs; unchanged when it names none."""
+    """``scores`` with the lines said in a period ``question`` names (``_spans``: ``named_period`` and
+    ``relative_period`` from ``today``, the clock's by default) at 1 + ``TIME_WEIGHT`` times theirs; unchanged
+    when it names none. A stored day that is no calendar day counts as undated."""
     if not TIME_WEIGHT or not (named_period(question) or _RELATIVE.search(question)):
         return scores
     today = today or now().date()
-    slack = timedelta(days=TIME_SLACK_DAYS)
     said_then: dict[str, bool] = {}
     out = {}
     for code, score in scores.items():
         day = days.get(code // 2)
         if day is not None and day not in said_then:
-            said = date.fromisoformat(day)
-            said_then[day] = any(start <= said <= end + slack for start, end in _spans(question, said, today))
+            try:
+                said = date.fromisoformat(day)
+                said_then[day] = any(start <= said <= end for start, end in _spans(question, said, today))
+            except (ValueError, OverflowError):  # "2023-02-30", or a year at the calendar's edge
+                said_then[day] = False
         out[code] = score * (1 + TIME_WEIGHT) if day is not None and said_then[day] else score
     return out
 
@@ -738,8 +748,9 @@ def _side_of(quote: str, side: int) -> tuple[str, str | None]:
     for line in quote.split("\n"):
         match = _QUOTED_SIDE.match(line)
         if match is None:
-            if side == ASSISTANT:
-                texts.append(line.split("] ", 1)[-1])
+            rest = line.split("] ", 1)[-1]
+            if side == ASSISTANT and not rest.startswith("user"):  # a tool line, not an unquoted user line
+                texts.append(rest)
             continue
         if match.group(1) != role:
             continue
@@ -772,14 +783,15 @@ class _Lexical:
         for side, text in side_lines(quote).items():
             self._add_line(turn_id * 2 + side, text, names.get(side))
 
-    def add_sides(self, turn_id: int, quotes: Mapping[int, str]) -> None:
-        """One turn's sides quoted apart (side -> its quote lines, as a session store keeps them)."""
+    def add_sides(self, turn_id: int, quotes: Mapping[int, str], *, words: bool = True) -> None:
+        """One turn's sides quoted apart (side -> its quote lines, as a session store keeps them). ``words=False``
+        keeps only what the rules across lines read (each line's day and speaker), not its words for BM25."""
         for side, quote in sorted(quotes.items()):
             day = read_turn_day(quote)
             if day is not None:
                 self.days.setdefault(turn_id, day)
             text, name = _side_of(quote, side)
-            self._add_line(turn_id * 2 + side, text, name)
+            self._add_line(turn_id * 2 + side, text if words else "", name)
 
     def _add_line(self, code: int, text: str, name: str | None) -> None:
         if code in self.length:
@@ -787,7 +799,7 @@ class _Lexical:
         if name:
             self.speaker[code] = name
             self.speaker_lines[name] = self.speaker_lines.get(name, 0) + 1
-        words = terms(text)
+        words = terms(text) if text else []
         self.texts[code], self.length[code] = text, len(words)
         self.terms[code] = frozenset(words)
         self.total += len(words)

@@ -124,6 +124,14 @@ def search_user_turns(store: Any, user_id: str, question_vector: Any, question_t
     backend = _backend(store)
     ranked, quotes = reranked(question_text, fuse(by_meaning, by_words),
                               lambda turns: backend.quotes(check_user_id(user_id), turns))
+    turns = first_turns(ranked, k)
+    return [TurnHit(sess, turn, tuple(SIDES[s] for s in sorted(sides)), round(score, 6),
+                    _quote(quotes.get((sess, turn), {}), sides))
+            for (sess, turn), (score, sides) in turns.items()]
+
+
+def first_turns(ranked: Sequence[tuple[Line, float]], k: int) -> dict[tuple[str, int], list]:
+    """The first ``k`` turns of ranked lines: (session, turn) -> [its best line's score, the sides found]."""
     turns: dict[tuple[str, int], list] = {}
     for (sess, turn, side), score in ranked:
         if (sess, turn) not in turns:
@@ -131,9 +139,7 @@ def search_user_turns(store: Any, user_id: str, question_vector: Any, question_t
                 continue
             turns[(sess, turn)] = [score, set()]
         turns[(sess, turn)][1].add(side)
-    return [TurnHit(sess, turn, tuple(SIDES[s] for s in sorted(sides)), round(score, 6),
-                    _quote(quotes.get((sess, turn), {}), sides))
-            for (sess, turn), (score, sides) in turns.items()]
+    return turns
 
 
 def reranked(question: str, fused: Sequence[tuple[Line, float]],
@@ -147,7 +153,7 @@ def reranked(question: str, fused: Sequence[tuple[Line, float]],
     consecutive turns of one session stay consecutive, and other turns are kept apart, so a line is only ever
     the context of its own session's lines."""
     found = {(sess, turn) for (sess, turn, _), _ in fused}
-    wanted = sorted({(sess, turn + d) for sess, turn in found for d in (-1, 0, 1) if turn + d >= 0})
+    wanted = sorted({(sess, turn + d) for sess, turn in found for d in (-1, 0, 1)})
     quotes = read_quotes(wanted) if wanted else {}
     number: dict[tuple[str, int], int] = {}
     lexical = _Lexical()
@@ -155,7 +161,7 @@ def reranked(question: str, fused: Sequence[tuple[Line, float]],
     for sess, turn in sorted(quotes):
         at += 1 if previous == (sess, turn - 1) else 3  # a gap: no line is within two of another session's
         number[(sess, turn)], previous = at, (sess, turn)
-        lexical.add_sides(at, quotes[(sess, turn)])
+        lexical.add_sides(at, quotes[(sess, turn)], words=False)
     line_of = {number[(sess, turn)] * 2 + side: (sess, turn, side) for sess, turn in number for side in (USER, ASSISTANT)}
     scores = {number[(sess, turn)] * 2 + side: score for (sess, turn, side), score in fused if (sess, turn) in number}
     scores = rerank(question, scores, lexical)
