@@ -17,6 +17,16 @@ ENV_VAR = "WORKSHOP_NOW"
 DEFAULT_TIMEZONE = "America/Los_Angeles"
 # in date.weekday() order
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+# a month's name as people write it ("Jan", "January", "Sept."), one group; compile with re.I
+MONTH_PATTERN = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+                 r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])")
+
+
+def month_number(word: str) -> int:
+    """1-12 for a month's name or its abbreviation ("Sept." -> 9), as ``MONTH_PATTERN`` finds them."""
+    return next(n for n, name in enumerate(MONTHS, 1) if name.startswith(word.lower().rstrip(".")[:3]))
 
 
 class ClockError(WorkshopError, ValueError):

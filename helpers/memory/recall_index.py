@@ -58,7 +58,7 @@ from helpers.llm.client import get_client, get_settings
 from helpers.retrieval.embedding_backend import embedding_client
 from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.words import terms
-from helpers.core.clock import WEEKDAYS, now
+from helpers.core.clock import MONTH_PATTERN, WEEKDAYS, month_number, now
 from helpers.core.context_format import read_turn_day
 import math
 import re
@@ -563,9 +563,7 @@ def by_day(scores: dict[int, float], days: Mapping[int, str],
             for code, score in scores.items()}
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
-_MONTH = r"(" + "|".join(sorted({*_MONTHS, *(m[:3] for m in _MONTHS), "sept"}, key=len, reverse=True)) + r")\.?"
+_MONTH = MONTH_PATTERN
 _DAY_NUMBER = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+((?:19|20)\d\d))?"
 _DAY_MONTH = re.compile(r"\b" + _DAY_NUMBER + r"(?:\s+of)?\s+" + _MONTH + r"\b" + _YEAR, re.I)
@@ -573,10 +571,6 @@ _MONTH_DAY = re.compile(r"\b" + _MONTH + r"\s+" + _DAY_NUMBER + r"\b" + _YEAR, r
 _MONTH_ONLY = re.compile(r"\b(?:(?:in|during|of|since)\s+|(?:early|late|mid)(?:-|\s+))" + _MONTH + r"\b" + _YEAR + r"|\b"
                          + _MONTH + r"\s+((?:19|20)\d\d)\b", re.I)
 _ISO_DAY = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
-
-
-def _month_number(word: str) -> int:
-    return next(n for n, name in enumerate(_MONTHS, 1) if name.startswith(word.lower().rstrip(".")[:3]))
 
 
 def named_period(question: str) -> tuple[tuple[int | None, int, int, int], ...]:
@@ -595,12 +589,12 @@ def named_period(question: str) -> tuple[tuple[int | None, int, int, int], ...]:
         if 1 <= int(match.group(2)) <= 12:
             keep(match.span(), match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(3)))
     for match in _DAY_MONTH.finditer(question):
-        keep(match.span(), match.group(3), _month_number(match.group(2)), int(match.group(1)), int(match.group(1)))
+        keep(match.span(), match.group(3), month_number(match.group(2)), int(match.group(1)), int(match.group(1)))
     for match in _MONTH_DAY.finditer(question):
-        keep(match.span(), match.group(3), _month_number(match.group(1)), int(match.group(2)), int(match.group(2)))
+        keep(match.span(), match.group(3), month_number(match.group(1)), int(match.group(2)), int(match.group(2)))
     for match in _MONTH_ONLY.finditer(question):
         month, year = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
-        keep(match.span(), year, _month_number(month), 1, 31)
+        keep(match.span(), year, month_number(month), 1, 31)
     return tuple(found)
 
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from helpers.core.words import stem  # noqa: F401  (words are folded as lexical recall folds them)
 from helpers.retrieval import embeddings
-from helpers.core.clock import WEEKDAYS
+from helpers.core.clock import MONTH_PATTERN, MONTHS, WEEKDAYS, month_number
 from helpers.core.context_format import is_block_line  # quoted turns, passages and fact lines are not instructions
 
 # ---------------------------------------------------------------- similarity (the local model, cached)
@@ -266,16 +266,13 @@ def _either(hour: int, minute: int = 0) -> frozenset[int] | None:
 
 # ---------------------------------------------------------------- dates
 
-_MONTHS = ("january february march april may june july august september october november december").split()
-_MONTH = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])")
+_MONTHS, _MONTH = MONTHS, MONTH_PATTERN  # the clock owns month names
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DATE_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?(?: of)? " + _MONTH + r"(?:,? (\d{4}))?", re.I)
 _DATE_MONTH_DAY = re.compile(r"\b" + _MONTH + r" (\d{1,2})(?:st|nd|rd|th)?\b(?:,? (\d{4}))?", re.I)
 
 
-def _month(word: str) -> int:
-    return next(i + 1 for i, m in enumerate(_MONTHS) if m.startswith(word.lower().rstrip(".")[:3]))
+_month = month_number
 
 
 # ---------------------------------------------------------------- floors, rooms, codes, numbers, names
