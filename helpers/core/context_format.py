@@ -25,7 +25,9 @@ Formats (writer -> reader), each described where it is defined:
 * transcript lines: ``write_turn_line`` -> ``read_turn_line`` (``[turn 3] user: text``);
 * quote lines: ``write_quote_line`` -> ``read_quotes`` (``[turn 3] user: "..." -> assistant: "..."``),
   the tools line ``write_tools_line`` -> ``read_tools_line``, and the note a later correction adds,
-  ``write_superseded_note`` -> ``read_superseded_notes``;
+  ``write_superseded_note`` -> ``read_superseded_notes``; a stored turn's quote, line by line
+  (what recall indexes and the session store keeps): ``read_quote_lines``; the turn a tagged line is of:
+  ``read_turn_id``;
 * fact lines: ``write_fact_line`` (with ``profile_mark``) -> ``read_fact_line`` / ``read_fact_lines``
   (``- locker number: 4471 (turn 3, 2026-11-30)``, ``- shipping address: 12 Elm St (current); source: chat:dana``);
 * the summary: ``write_summary_header`` -> ``read_summary_header``, ``write_pinned_line`` ->
@@ -373,6 +375,59 @@ def read_tools_line(line: str) -> tuple[int, list[str]] | None:
     """(turn id, tool names) of a tools line, or None."""
     match = _TOOLS_LINE.match(line)
     return (int(match.group(1)), match.group(3).split(", ") if match.group(3) else []) if match else None
+
+
+@dataclass(frozen=True)
+class QuoteLine:
+    """One line of a turn's stored quote (``helpers.memory.recall.quote_turn``), as ``read_quote_lines`` reads it.
+
+    ``role`` is ``user`` or ``assistant`` for a quote line (``quoted``; ``text`` is the words between its
+    quotes, ``name`` the speaker it names), ``tools`` for the tools line (``text``: the names, ``", "``
+    between), the role of an unquoted transcript line (``[turn 3] user: (empty message)``), or ``""`` for any
+    other line (``text``: what follows its tag)."""
+
+    turn_id: int | None
+    role: str
+    text: str
+    name: str | None = None
+    day: str | None = None
+    quoted: bool = False
+
+
+_QUOTE_LINE = re.compile(r"^" + TURN_TAG + r' (user|assistant)(?: \(([^()\n"]*)\))?: "(.*)"$')
+
+
+def read_quote_lines(quote: str) -> list[QuoteLine]:
+    """Each line of one turn's stored quote, in order (``QuoteLine``): the user's quote line first, then the
+    tools line and the assistant's, as ``quote_turn`` writes them with ``write_quote_line`` and
+    ``write_tools_line``. A quote's words run to its line's last double quote (a stored quote carries no
+    answer tail or note)."""
+    out = []
+    for line in str(quote).split("\n"):
+        match = _QUOTE_LINE.match(line)
+        if match:
+            out.append(QuoteLine(int(match.group(1)), match.group(3), match.group(5), match.group(4),
+                                 match.group(2), True))
+            continue
+        tools = _TOOLS_LINE.match(line)
+        if tools:
+            out.append(QuoteLine(int(tools.group(1)), "tools", tools.group(3), None, tools.group(2)))
+            continue
+        said = _TURN_LINE.match(line)
+        if said:
+            out.append(QuoteLine(int(said.group(1)), said.group(3), said.group(4), None, said.group(2)))
+            continue
+        tag = re.match(TURN_TAG + " ?", line)
+        out.append(QuoteLine(int(tag.group(1)) if tag else None, "", line[tag.end():] if tag else line, None,
+                             tag.group(2) if tag else None))
+    return out
+
+
+def read_turn_id(line: str) -> int | None:
+    """The turn a quote, transcript or summary line is of (its tag, ``[turn 3]`` or ``[turn 3, 2023-05-08]``),
+    or None for a line without one."""
+    match = re.match(TURN_TAG, line)
+    return int(match.group(1)) if match else None
 
 
 # ---------------------------------------------------------------- fact lines: "- label: value (mark)tail"

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from helpers.core.clock import now
+from helpers.core.clock import MONTHS, WEEKDAYS, now
 from helpers.facts.fact_store import FORGOTTEN
 
 STOP_WORDS = frozenset(
@@ -37,9 +37,7 @@ STOP_WORDS = frozenset(
     "in on at with and or what which who whom told tell said say everything anything all things thing stuff "
     "ever please you've i've i'd i'm is are was were be been being have has had do did does from any some "
     "just also know knew".split())
-MONTHS_AND_DAYS = frozenset(
-    "january february march april may june july august september october november december monday tuesday "
-    "wednesday thursday friday saturday sunday".split())
+MONTHS_AND_DAYS = frozenset(MONTHS) | {day.lower() for day in WEEKDAYS}  # the clock's names
 REQUEST = re.compile(r"^\s*(?:please\s+)?(?:forget|delete|erase|remove|stop remembering)\b(.*)$", re.I | re.S)
 ABOUT = re.compile(r"\b(?:about|regarding|concerning|that)\s+(.+)$", re.I | re.S)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

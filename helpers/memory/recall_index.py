@@ -59,7 +59,7 @@ from helpers.retrieval.embedding_backend import embedding_client
 from helpers.core.errors import ConfigError, WorkshopWarning
 from helpers.core.words import terms
 from helpers.core.clock import MONTH_PATTERN, WEEKDAYS, month_number, now
-from helpers.core.context_format import read_turn_day
+from helpers.core.context_format import QuoteLine, read_quote_lines, read_turn_day
 import math
 import re
 from datetime import date, timedelta
@@ -696,21 +696,23 @@ def _part(entries: tuple, turn_id: int) -> dict | None:
     return {"skipped": True} if turn_id in skipped else None
 
 
-_QUOTED_SIDE = re.compile(r'^\[turn -?\d+(?:, [\d-]+)?\] (user|assistant)(?: \(([^()\n"]*)\))?: "(.*)"')
-
-
 def _is_assistant_line(line: str) -> bool:
-    match = _QUOTED_SIDE.match(line)
-    return match is not None and match.group(1) == "assistant"
+    read = read_quote_lines(line)[0]
+    return read.quoted and read.role == "assistant"
+
+
+def _speaker(line: QuoteLine) -> str | None:
+    """Who said a quote line: the name it carries (``user (Dana): "..."``, the message's ``name``), or else the
+    ``Name: `` that starts its words (a transcript's way)."""
+    named = line.name or (_SPEAKER_PREFIX.match(line.text) or [None, None])[1]
+    return " ".join(named.split()) if named else None
 
 
 def side_lines(quote: str) -> dict[int, str]:
     """A stored quote's words per side (USER: the user's line; ASSISTANT: the tools and the answer)."""
     out: dict[int, list[str]] = {}
-    for n, line in enumerate(quote.split("\n")):
-        match = _QUOTED_SIDE.match(line)
-        side = USER if n == 0 else ASSISTANT
-        out.setdefault(side, []).append(match.group(3) if match else line.split("] ", 1)[-1])
+    for n, line in enumerate(read_quote_lines(quote)):
+        out.setdefault(USER if n == 0 else ASSISTANT, []).append(line.text)
     return {side: " ".join(parts) for side, parts in out.items()}
 
 
@@ -718,18 +720,13 @@ _SPEAKER_PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)*([A-Z][\w.'-]*(?: [A-Z][\w.'-]
 
 
 def side_speakers(quote: str) -> dict[int, str]:
-    """Who said each side of a stored quote: the name its quote line carries (``user (Dana): "..."``, the
-    message's ``name``), or else the ``Name: `` that starts its words (a transcript's way); sides without
-    either are left out."""
+    """Who said each side of a stored quote (``_speaker`` of its first quote line); sides without a name
+    are left out."""
     out: dict[int, str] = {}
-    for n, line in enumerate(quote.split("\n")):
-        match = _QUOTED_SIDE.match(line)
+    for n, line in enumerate(read_quote_lines(quote)):
         side = USER if n == 0 else ASSISTANT
-        if match is None or side in out:
-            continue
-        named = match.group(2) or (_SPEAKER_PREFIX.match(match.group(3)) or [None, None])[1]
-        if named:
-            out[side] = " ".join(named.split())
+        if line.quoted and side not in out and _speaker(line):
+            out[side] = _speaker(line)
     return out
 
 
@@ -739,18 +736,15 @@ def _side_of(quote: str, side: int) -> tuple[str, str | None]:
     role = "user" if side == USER else "assistant"
     texts: list[str] = []
     name = None
-    for line in quote.split("\n"):
-        match = _QUOTED_SIDE.match(line)
-        if match is None:
-            rest = line.split("] ", 1)[-1]
-            if side == ASSISTANT and not rest.startswith("user"):  # a tool line, not an unquoted user line
-                texts.append(rest)
+    for line in read_quote_lines(quote):
+        if not line.quoted:
+            if side == ASSISTANT and line.role != "user":  # a tool line, not an unquoted user line
+                texts.append(line.text)
             continue
-        if match.group(1) != role:
-            continue
-        texts.append(match.group(3))
-        name = name or match.group(2) or (_SPEAKER_PREFIX.match(match.group(3)) or [None, None])[1]
-    return " ".join(texts), " ".join(name.split()) if name else None
+        if line.role == role:
+            texts.append(line.text)
+            name = name or _speaker(line)
+    return " ".join(texts), name
 
 
 class _Lexical:
