@@ -35,7 +35,10 @@ embedded) and p50/p95 ms of building one question's context.
 
 ``--answers``: a model (``NVIDIA_API_KEY`` or any server ``helpers.llm.config`` is set up for) answers each
 question of categories 1-4 from one strategy's context; scored by token F1 (LoCoMo paper) and by an LLM
-judge (CORRECT/WRONG, as in the mem0 paper), beside the published judge scores. The memory is still
+judge (CORRECT/WRONG, as in the mem0 paper), beside the published judge scores. The judge first grades
+control answers of known verdict (each question's own gold answer, and another question's); a model that
+cannot tell them apart gets no judge column, and the table says why. A request the server refuses (a context
+larger than its window, say) scores as wrong and is counted, with the first error. The memory is still
 built on the offline stand-in (its summariser would otherwise ask the model once per turn). Offline,
 this mode says it needs a model and exits 0.
 
@@ -479,26 +482,74 @@ def _reply(messages: list[dict], client: Any, settings: Any, max_tokens: int) ->
     return (response.choices[0].message.content or "").strip()
 
 
-def answer_accuracy(result: Result, client: Any, settings: Any, limit: int | None = None) -> str:
-    """Ask the model each kept question from its context; token F1 and judge score per half and strategy."""
-    scores: dict[tuple[str, str], list[tuple[float, bool]]] = defaultdict(list)
-    items = result.contexts if limit is None else _limited(result.contexts, limit)
-    for item in _progress(items, desc="answers"):
-        ask = {"role": "user", "content": ANSWER_PROMPT.format(question=item["question"])}
+JUDGE_CONTROLS = 4  # right and wrong answers of known verdict the judge grades first (see ``judge_passes``)
+
+
+def judge_passes(items: Sequence[dict], client: Any, settings: Any) -> tuple[bool, str]:
+    """Can the judge tell a right answer from a wrong one? It grades ``JUDGE_CONTROLS`` questions twice: with the
+    gold answer itself (must be CORRECT) and with another question's gold answer (must be WRONG). A model too
+    weak for this says CORRECT to everything, and its score would mean nothing. Returns (passed, what it did)."""
+    asked = list({item["question"]: item for item in items}.values())
+    controls = []
+    for n, item in enumerate(asked[:JUDGE_CONTROLS]):
+        other = next((o["answer"] for o in asked[n + 1:] + asked[:n] if ld.normal(o["answer"]) != ld.normal(item["answer"])),
+                     None)
+        controls.append((item, item["answer"], True))
+        if other is not None:
+            controls.append((item, other, False))
+    right = 0
+    for item, answer, expected in controls:
         try:
-            answer = _reply(item["messages"] + [ask], client, settings, 64)
             verdict = _reply([{"role": "user", "content": JUDGE_PROMPT.format(
                 question=item["question"], gold=item["answer"], answer=answer)}], client, settings, 8)
+        except Exception:  # a failed request fails its control
+            continue
+        right += judged_correct(verdict) == expected
+    return right == len(controls), f"{right} of {len(controls)} control verdicts right"
+
+
+def judged_correct(verdict: str) -> bool:
+    """The judge's reply read as a verdict: CORRECT, and not INCORRECT."""
+    return "CORRECT" in verdict.upper() and "INCORRECT" not in verdict.upper()
+
+
+def answer_accuracy(result: Result, client: Any, settings: Any, limit: int | None = None) -> str:
+    """Ask the model each kept question from its context; token F1 and judge score per half and strategy.
+
+    A request that fails (the server refused it, e.g. a context larger than its window) scores as a wrong answer
+    and is counted in the table, with the first such error. The judge's column is printed only when the judge
+    passes ``judge_passes``; otherwise the table says why it is left out."""
+    scores: dict[tuple[str, str], list[tuple[float, bool]]] = defaultdict(list)
+    failed: Counter = Counter()
+    first_error: dict[tuple[str, str], str] = {}
+    items = result.contexts if limit is None else _limited(result.contexts, limit)
+    judge_ok, control = judge_passes(items, client, settings)
+    for item in _progress(items, desc="answers"):
+        key = (item["half"], item["strategy"])
+        ask = {"role": "user", "content": ANSWER_PROMPT.format(question=item["question"])}
+        answer, correct = "", False
+        try:
+            answer = _reply(item["messages"] + [ask], client, settings, 64)
+            if judge_ok:
+                correct = judged_correct(_reply([{"role": "user", "content": JUDGE_PROMPT.format(
+                    question=item["question"], gold=item["answer"], answer=answer)}], client, settings, 8))
         except Exception as exc:  # one failed request is a wrong answer, not a lost run
-            answer, verdict = "", f"error {type(exc).__name__}"
-        correct = "CORRECT" in verdict.upper() and "INCORRECT" not in verdict.upper()
-        scores[(item["half"], item["strategy"])].append(
-            (ld.token_f1(answer, item["answer"], item["category"]), correct))
+            failed[key] += 1
+            first_error.setdefault(key, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+        scores[key].append((ld.token_f1(answer, item["answer"], item["category"]), correct))
     out = [f"\nAnswer accuracy, categories 1-4 (model {settings.chat_model}):\n",
-           "| half | strategy | questions | token F1 | LLM judge |", "|---|---|---|---|---|"]
+           "| half | strategy | questions | failed requests | token F1 | LLM judge |", "|---|---|---|---|---|---|"]
     for (half, strategy), values in sorted(scores.items()):
-        out.append(f"| {half} | {strategy} | {len(values)} | {100 * statistics.fmean(f for f, _ in values):.1f} | "
-                   f"{100 * statistics.fmean(c for _, c in values):.1f} |")
+        judged = f"{100 * statistics.fmean(c for _, c in values):.1f}" if judge_ok else "–"
+        out.append(f"| {half} | {strategy} | {len(values)} | {failed[(half, strategy)]} | "
+                   f"{100 * statistics.fmean(f for f, _ in values):.1f} | {judged} |")
+    for (half, strategy), error in sorted(first_error.items()):
+        out.append(f"\n{half}, {strategy}: {failed[(half, strategy)]} request(s) failed, each scored as wrong; "
+                   f"the first: {error}")
+    if not judge_ok:
+        out.append(f"\nThe judge column is left out: the model could not tell a right answer from a wrong one "
+                   f"({control}; it must grade each question's own gold answer CORRECT and another question's "
+                   f"WRONG). A larger model is needed as the judge; token F1 needs none.")
     out.append("\nPublished LLM-judge scores on LoCoMo (mem0 paper, categories 1-4, GPT-4o-mini): "
                + ", ".join(f"{k} {v}" for k, v in PUBLISHED_JUDGE.items()))
     return "\n".join(out)

@@ -6,6 +6,7 @@ image with a caption, a session with an odd number of lines, questions of every 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -256,3 +257,46 @@ def test_a_longer_history_is_fed_end_to_end_and_timed(folder):
     assert locomo_eval.long_history_ms(conversations, target=1, budgets=(400,), questions=1)[3] == [26]
     line = locomo_eval.long_history_line(conversations, 5, (400,))
     assert f"{turns} turns, conversations 26, 44" in line and "p95" in line
+
+
+def _contexts(n: int = 3) -> list[dict]:
+    return [{"conversation": 26, "half": "tuning", "strategy": strategy, "category": 4, "question": f"Question {i}?",
+             "answer": f"gold answer {i}", "messages": [{"role": "system", "content": f"context {i}"}]}
+            for i in range(n) for strategy in ("hybrid", "full history")]
+
+
+def _judge_reply(grade):
+    """A fake ``_reply``: answers with the context's own words; the judge grades with ``grade(gold, answer)``."""
+    def reply(messages, client, settings, max_tokens):
+        text = messages[-1]["content"]
+        if "gold answer" in text and "generated answer" in text.lower():
+            gold = re.search(r"Gold answer: (.*)", text).group(1).strip()
+            answer = re.search(r"Generated answer: (.*)", text).group(1).strip()
+            return "CORRECT" if grade(gold, answer) else "WRONG"
+        return messages[0]["content"].replace("context", "gold answer")
+    return reply
+
+
+def test_a_judge_that_says_correct_to_everything_is_left_out(monkeypatch):
+    settings = type("S", (), {"chat_model": "tiny"})()
+    monkeypatch.setattr(locomo_eval, "_reply", _judge_reply(lambda gold, answer: True))
+    passed, said = locomo_eval.judge_passes(_contexts(), None, settings)
+    assert not passed and "of 6 control verdicts right" in said
+    out = locomo_eval.answer_accuracy(type("R", (), {"contexts": _contexts()})(), None, settings)
+    assert "| tuning | hybrid | 3 | 0 | 100.0 | – |" in out and "The judge column is left out" in out
+
+
+def test_a_judge_that_tells_right_from_wrong_is_reported_and_failed_requests_are_counted(monkeypatch):
+    settings = type("S", (), {"chat_model": "able"})()
+    monkeypatch.setattr(locomo_eval, "_reply", _judge_reply(lambda gold, answer: gold == answer))
+    assert locomo_eval.judge_passes(_contexts(), None, settings) == (True, "6 of 6 control verdicts right")
+
+    def failing(messages, client, settings, max_tokens):  # the server refuses every long-context request
+        if any("context" in str(m.get("content")) for m in messages[:-1]) and messages[0]["content"] == "context 2":
+            raise RuntimeError("The request needs 20300 tokens, more than the 2048-token context window")
+        return _judge_reply(lambda gold, answer: gold == answer)(messages, client, settings, max_tokens)
+    monkeypatch.setattr(locomo_eval, "_reply", failing)
+    out = locomo_eval.answer_accuracy(type("R", (), {"contexts": _contexts()})(), None, settings)
+    assert "| tuning | hybrid | 3 | 1 | 66.7 | 66.7 |" in out
+    assert "tuning, hybrid: 1 request(s) failed, each scored as wrong; the first: RuntimeError: The request needs" in out
+    assert "The judge column is left out" not in out
