@@ -31,7 +31,9 @@ Formats (writer -> reader), each described where it is defined:
 * fact lines: ``write_fact_line`` (with ``profile_mark``) -> ``read_fact_line`` / ``read_fact_lines``
   (``- locker number: 4471 (turn 3, 2026-11-30)``, ``- shipping address: 12 Elm St (current); source: chat:dana``);
 * the summary: ``write_summary_header`` -> ``read_summary_header``, ``write_pinned_line`` ->
-  ``read_pinned_line``, ``write_left_out_note`` -> ``read_left_out_note``;
+  ``read_pinned_line``, ``write_left_out_note`` -> ``read_left_out_note``, and the heading of one day's part
+  of a summary that spans days, ``write_day_heading`` -> ``read_day_heading``
+  (``On 2023-05-08 (made from turns 0-17):``);
 * knowledge passages: ``write_passage_line`` -> ``read_passage_lines`` (``[club-ai] AI Club: ...``);
 * fact extraction (notebooks 09-10): a fact's label ``write_fact_label`` -> ``read_fact_label`` (``constraint/diet``,
   ``is_fact_label``), the request's list of attributes ``write_attributes`` -> ``read_attributes``
@@ -570,6 +572,33 @@ def read_left_out_note(line: str) -> list[int] | None:
     for first, last in re.findall(r"(\d+)(?:-(\d+))?", match.group(1)):
         ids.update(range(int(first), int(last or first) + 1))
     return sorted(ids)
+
+
+_HEADING_DAY = r"(\d{4}-\d{2}-\d{2})"
+_DAY_HEADING = re.compile(r"(?:On " + _HEADING_DAY + r"|From " + _HEADING_DAY + r" to " + _HEADING_DAY + r"|On a day not recorded)"
+                          r" \(made from (no turns|turns? [\d, -]+)\):")
+
+
+def write_day_heading(first: Any, last: Any, turn_ids: Sequence[int]) -> str:
+    """The line that opens one day's part of a summary spanning days: ``On 2023-05-08 (made from turns 0-17):``;
+    ``From 2023-05-08 to 2023-05-20 (made from turns 0-40):`` for a part made before the summary was kept by
+    day; ``On a day not recorded (made from turn 3):`` for turns without a time. ``first`` and ``last`` are
+    days (``turn_day``: a datetime, a date or ISO 8601 text) or None."""
+    a, b = turn_day(first), turn_day(last)
+    made = format_turn_ids(turn_ids)
+    if a is None and b is None:
+        return f"On a day not recorded (made from {made}):"
+    a, b = a or b, b or a
+    return f"On {a} (made from {made}):" if a == b else f"From {a} to {b} (made from {made}):"
+
+
+def read_day_heading(line: str) -> tuple[str | None, str | None, list[int]] | None:
+    """(first day, last day, turn ids) of a day heading (days None for "a day not recorded"), or None."""
+    match = _DAY_HEADING.fullmatch(line.strip())
+    if match is None:
+        return None
+    first, last = (match.group(1), match.group(1)) if match.group(1) else (match.group(2), match.group(3))
+    return first, last, parse_turn_ids(match.group(4)) or []
 
 
 # ---------------------------------------------------------------- which lines are a block's, not instructions

@@ -28,7 +28,8 @@ from typing import Any, Callable, Mapping, Sequence
 from helpers.llm.client import chat, get_settings
 from helpers.core.errors import ConfigError, WorkshopError, WorkshopWarning
 from helpers.core.context_format import (EMPTY_MESSAGE, escape_body, PINNED_PREFIX, SUMMARY_HEADER, one_line,  # noqa: F401
-                                    read_pinned_line, safe_lines, write_pinned_line, write_summary_header, cited_turns,
+                                    read_day_heading, read_pinned_line, safe_lines, turn_day, write_day_heading,
+                                    write_pinned_line, write_summary_header, cited_turns,
                                     write_turn_line)  # the formats' owner (SUMMARY_HEADER: re-exported)
 from helpers.core.text import shorten
 from helpers.core.tokens import content_text
@@ -226,11 +227,50 @@ class Summariser:
     def summarise(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
                   keep: Sequence[str] = (), times: Mapping[int, str] | None = None) -> SummaryUpdate:
         """A new summary covering ``previous`` plus ``turns``; pinned ``keep`` facts are checked. ``times``
-        (turn id -> when it was said) dates the turns' lines, so the summary can give dates."""
+        (turn id -> when it was said) dates the turns' lines, so the summary can give dates.
+
+        While every turn is of one day, this is one ``fold`` (notebook 08's core). Once the turns span days,
+        the summary is kept by day: each day's part, under its heading (``On 2023-05-08 (made from turns
+        0-17):``), is folded only with that day's turns, in at most the word limit, so a long history keeps a
+        part for every day instead of one part squeezed over all of them. A pinned fact already in another
+        day's part is not asked for again; the ``Pinned:`` line stays one, at the end."""
         turns = [(int(i), list(m)) for i, m in turns]
         if not turns:
             return SummaryUpdate(previous, 0)
         keep = [fact for fact in keep if str(fact).strip()]
+        times = times or {}
+        parts, pinned = day_parts(previous, times)
+        groups: dict[str | None, list[tuple[int, list]]] = {}
+        for turn_id, messages in turns:
+            groups.setdefault(turn_day(times.get(turn_id)), []).append((turn_id, messages))
+        days = {part.first for part in parts} | {part.last for part in parts} | set(groups)
+        if len(parts) <= 1 and len(days) <= 1 and not any(part.heading for part in parts):
+            return self._fold_checked(previous, turns, keep, times)  # one day: the summary as notebook 08 builds it
+        attempts, appended = 0, []
+        for day, group in groups.items():
+            part = next((p for p in parts if p.first == day and p.last == day), None)
+            if part is None:
+                part = DayPart(day, day, [], [])
+                parts.append(part)
+            elsewhere = _normal(" ".join(["\n".join(p.lines) for p in parts if p is not part] + pinned))
+            wanted = [fact for fact in keep if _normal(fact) not in elsewhere]
+            update = self._fold_checked(RollingSummary("\n".join(part.lines), list(part.turn_ids)), group, wanted,
+                                        times)
+            attempts, appended = attempts + update.attempts, appended + update.appended
+            part.lines = [line for line in safe_lines(update.summary.text).split("\n")
+                          if line.strip() and read_pinned_line(line) is None]
+            pinned += [item for item in _pinned_items(update.summary.text) if item not in pinned]
+            part.turn_ids = update.summary.turn_ids
+        parts.sort(key=lambda p: (p.first is not None, p.first or "", p.last or ""))
+        lines = [line for p in parts for line in [write_day_heading(p.first, p.last, p.turn_ids)] + p.lines]
+        if pinned:
+            lines.append(write_pinned_line(pinned))
+        covered = sorted(set(previous.turn_ids) | {turn_id for turn_id, _ in turns})
+        return SummaryUpdate(RollingSummary("\n".join(lines), covered), attempts, appended)
+
+    def _fold_checked(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
+                      keep: Sequence[str], times: Mapping[int, str]) -> SummaryUpdate:
+        """One ``fold``, then the pinned facts checked: asked once more for the missing ones, then appended."""
         folded = fold(previous, turns, self._ask, keep, self.max_words, self.max_turn_chars, times)
         text, ids = folded.text, folded.turn_ids
         attempts, appended = 1, []
@@ -244,8 +284,41 @@ class Summariser:
                 text = _strip_pinned_line(text) + "\n" + write_pinned_line(
                     pinned + [one_line(f) for f in appended if one_line(f) not in pinned])  # one line, always
                 warnings.warn(f"the summariser left out pinned facts twice, so they were appended verbatim: "
-                              f"{'; '.join(appended)}", SummaryWarning, stacklevel=2)
+                              f"{'; '.join(appended)}", SummaryWarning, stacklevel=3)
         return SummaryUpdate(RollingSummary(text, ids), attempts, appended)
+
+
+@dataclass
+class DayPart:
+    """One day's part of a summary kept by day: its days (one, or a range for a part made before the summary
+    was kept by day; None when its turns had no time), the turns it was made from, and its lines."""
+
+    first: str | None
+    last: str | None
+    turn_ids: list[int]
+    lines: list[str]
+    heading: bool = True  # False: a summary made before it spanned days (no heading yet)
+
+
+def day_parts(summary: RollingSummary, times: Mapping[int, Any] | None = None) -> tuple[list[DayPart], list[str]]:
+    """A summary's day parts and its pinned items. A summary without headings is one part, dated by its turns'
+    ``times`` (a range when they span days)."""
+    parts: list[DayPart] = []
+    pinned: list[str] = []
+    loose: list[str] = []
+    for line in safe_lines(summary.text).split("\n") if summary.text else []:
+        heading, items = read_day_heading(line), read_pinned_line(line)
+        if items is not None:
+            pinned += [item for item in items if item not in pinned]
+        elif heading is not None:
+            parts.append(DayPart(heading[0], heading[1], heading[2], []))
+        elif line.strip():
+            (parts[-1].lines if parts else loose).append(line)
+    if loose or (summary.turn_ids and not parts):
+        days = sorted(d for d in (turn_day((times or {}).get(i)) for i in summary.turn_ids) if d)
+        ids = sorted(set(summary.turn_ids) - {i for p in parts for i in p.turn_ids})
+        parts.insert(0, DayPart(days[0] if days else None, days[-1] if days else None, ids, loose, heading=False))
+    return parts, pinned
 
 
 def _pinned_items(text: str) -> list[str]:
@@ -261,13 +334,17 @@ def _strip_pinned_line(text: str) -> str:  # only "\n" ends a line (safe_lines):
 
 
 def trim_summary_lines(text: str, fits) -> tuple[str, int]:
-    """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, dropped)."""
+    """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, dropped). A day's
+    heading goes with the last line of its part (a heading is never left over nothing), and is not counted."""
     lines = text.splitlines()
     dropped = 0
     while lines and not fits("\n".join(lines)):
-        index = next((i for i, line in enumerate(lines) if not line.startswith(PINNED_PREFIX)), None)
+        index = next((i for i, line in enumerate(lines)
+                      if not line.startswith(PINNED_PREFIX) and read_day_heading(line) is None), None)
         if index is None:
             break
         del lines[index]
         dropped += 1
+        lines = [line for n, line in enumerate(lines) if read_day_heading(line) is None or (
+            n + 1 < len(lines) and read_day_heading(lines[n + 1]) is None and not lines[n + 1].startswith(PINNED_PREFIX))]
     return "\n".join(lines), dropped
