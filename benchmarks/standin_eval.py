@@ -29,6 +29,19 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
   said 12/24 (50.0%), campus search 6/6, scope 8/10, grounding 8/10, length 9/10; after the fixes: about the user
   40/45 (88.9%), corrections 13/15 (86.7%), never said 24/24, campus search 6/6, scope 8/10, grounding 9/10,
   length 10/10.
+- ``tune_h8`` (150): written before the h8 rules were read -- 100 memory cases in 18 conversations (lower case,
+  no question mark, British spelling, relatives, partners and pets named in lower case, health: allergies,
+  medication, conditions, doctors; family visits, jobs, addresses, rooms, schedules; corrections without "my X is":
+  "I switched to ...", "we moved to ...", "it's X now, not Y", "scratch that, ...", "actually ...", "no longer ...";
+  questions close to a stated fact that nothing answers; profile and recalled-turn blocks), 20 scope, 15 grounding
+  and 15 length (limits in many forms) -- then read while the h8 rules were made; first run: about the user 28/47
+  (59.6%), corrections 11/14 (78.6%), never said 14/33 (42.4%), campus search 5/6, scope 14/20, grounding 10/15,
+  length 14/15; after the fixes: about the user 41/47 (87.2%), corrections 14/14, never said 30/33 (90.9%), campus
+  search 6/6, scope 19/20, grounding 13/15, length 15/15.
+- ``tune_h8b`` (60): written after the h8 fixes, by the same writer, before looking at how they would be handled
+  -- 40 memory cases in 7 conversations, 8 scope, 6 grounding, 6 length -- run once, nothing fixed after it (the
+  writer's estimate of how the h8 rules generalise): about the user 17/20 (85.0%), corrections 4/6 (66.7%), never
+  said 11/12 (91.7%), campus search 2/2, scope 7/8, grounding 5/6, length 6/6.
 
 ``--file PATH`` runs another case file of the same format (every case in it, whatever its split) and
 ``--counts-only`` prints only the accuracy per rule and per group, never a case: the way to run a held-out
@@ -56,7 +69,8 @@ Every case goes through ``helpers.standin.policy.decide``, the function the stan
 ``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
 the current value and none of the values it replaced (slow: about a minute).
 
-Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|tune_h7|dev|all] [--show-failures]
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|tune_h7|tune_h8|tune_h8b|dev|all]
+     [--show-failures]
      [--memory-run] [--file PATH --counts-only]
 """
 from __future__ import annotations
@@ -83,7 +97,8 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
 GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
-SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "tune_h7", "dev", "all")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "tune_h7", "tune_h8", "tune_h8b", "dev",
+          "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 

@@ -502,6 +502,8 @@ def _name(m: re.Match, text: str) -> list[Claim]:
     words = m.group(0).split()
     while words and (words[0].lower() in _NOT_NAMES or day_index(words[0]) is not None):
         words = words[1:]
+    if len(words) > 1 and words[0].lower() in STOP and _starts_sentence(text, m.start()):
+        words = words[1:]  # "On weekdays Harlow Library ...": a small word capitalised as the sentence opens
     alone = len(words) == 1 and (_starts_sentence(text, m.start()) or words[0].lower().rstrip("s") in _NOT_NAMES)
     if not words or alone:
         return []
@@ -626,7 +628,45 @@ def unsupported_claims(answer: str, passages: str) -> list[str]:
             ok = re.sub(r"^the ", "", claim.value) in have.text
         if not ok:
             missing.append(claim.written)
+    missing += _universals_unsupported(answer, passages, days)
     return list(dict.fromkeys(missing))
+
+
+# a claim about all of something: "every student who applies", "all year round", "always", "anyone"
+_UNIVERSAL = re.compile(r"\b(?:every|each|all|any)\s+(?:(?:\d+|" + _NUMBER_WORD + r"|single|of (?:the|our|your))\s+)?"
+                        r"(?P<noun>[a-z][a-z'-]*)|\b(?P<adverb>always|never|everyone|everybody|anyone|anybody|"
+                        r"year[- ]round|24/7|round the clock|around the clock|anytime|no matter)\b", re.I)
+_EVERY_DAY = re.compile(r"\b(?:every|each|all) days?\b|\bdaily\b|\bseven days\b|\b7 days\b", re.I)
+_TIME_NOUNS = frozenset("week weeks weekday weekdays weekend weekends morning mornings afternoon afternoons evening "
+                        "evenings night nights month months term terms semester year years hour hours minute minutes "
+                        "time times".split())
+
+
+def _universals_unsupported(answer: str, passages: str, days: frozenset) -> list[str]:
+    """The answer's claims about all of something ("every student who applies", "all year round", "always") that the
+    passages make about none of it: a universal must be in the passages about the same noun (any quantifier: "all
+    students" for "every student") or as the same word ("always"). "Every day" is every day of the week: the
+    passages must say so, or name all seven days. Other spans of time ("every 20 minutes", "all weekend") are left
+    to the time and day rules."""
+    said = {}
+    for m in _UNIVERSAL.finditer(passages):
+        if m.group("noun"):
+            said.setdefault("noun", set()).add(stem(m.group("noun").lower()))
+        else:
+            said.setdefault("adverb", set()).add(m.group("adverb").lower())
+    missing = []
+    for m in _UNIVERSAL.finditer(answer):
+        noun, adverb = (m.group("noun") or "").lower(), (m.group("adverb") or "").lower()
+        if noun in ("day", "days"):
+            if not (_EVERY_DAY.search(passages) or len(days) == 7):
+                missing.append(m.group(0))
+        elif noun and noun not in STOP and noun not in _TIME_NOUNS and day_index(noun) is None:
+            if not any(same_stem(stem(noun), n) for n in said.get("noun", ())):
+                missing.append(m.group(0))
+        elif noun == "year" or adverb:  # "all year round", "always": said so, or not at all
+            if adverb not in said.get("adverb", ()) and not (noun == "year" and "year" in said.get("noun", ())):
+                missing.append(m.group(0))
+    return missing
 
 
 def _room_in(room: str, ranges: list[tuple[str, str]], tokens: set[str]) -> bool:
@@ -738,7 +778,7 @@ def personal_kind(text: str) -> tuple[int, float]:
 KIN = frozenset("mother mum mom mummy mama father dad daddy papa parent grandparent grandmother grandma granny gran "
                 "nan nana nanna grandpa gramps "
                 "grandfather grandad sister brother sibling cousin aunt auntie uncle niece nephew son "
-                "daughter child kid stepmother stepfather stepbrother stepsister twin".split())
+                "daughter child kid stepmother stepmum stepmom stepfather stepdad stepbrother stepsister twin".split())
 FAMILY = frozenset("family relative relation kin folk".split())
 # Events that are each other's opposite: "when does my shift end?" is not answered by "it starts at 6pm"; the
 # words of one side are alike ("when does my brother come?" and "my brother visits on the 14th")
@@ -871,13 +911,15 @@ def length_limit(system: str) -> int | None:
     paragraph"), each possibly negated ("never", "don't", "avoid", "rather than" before it in the
     clause).
     "Never answer in one sentence" asks for at least two, "never two sentences" for one; "don't write long
-    answers" for a short one.
+    answers" for a short one. A sentence count says how brief "brief" is: "be concise -- two sentences at most" and
+    "be brief: a sentence or two at most" allow two; brevity alone allows one.
     A request for at least N sentences, or for length, wins over a limit below it; a count said to fall short
     ("one sentence is never enough", "two lines aren't sufficient") and "several sentences" ask for more.
     """
     text = "\n".join(line for line in system.splitlines() if not is_block_line(line))
     most: list[int] = []
     least: list[int] = []
+    vague: list[int] = []  # the limits of brevity words: one sentence, unless a count says how many
     for clause in _CLAUSE.split(text):
         if _SEVERAL.search(clause) and not _NEGATION.search(clause[:_SEVERAL.search(clause).start()]):
             least.append(2)  # "answers of several sentences": more than one
@@ -902,14 +944,15 @@ def length_limit(system: str) -> int | None:
             else:  # "never answer in one sentence" asks for more than one
                 (least if negated else most).append(n + 1 if negated else n)
             clause = clause[:count.start()] + clause[count.end():]
-        for pattern, negated_means, plain_means in ((_LONG, most, least), (_BRIEF, least, most)):
+        for pattern, negated_means, plain_means in ((_LONG, vague, least), (_BRIEF, least, vague)):
             word = pattern.search(clause)
             if word:
                 if _NEGATION.search(clause[:word.start()]):
-                    negated_means.append(1 if negated_means is most else 2)
+                    negated_means.append(1 if negated_means is vague else 2)
                 else:
                     plain_means.append(2 if plain_means is least else 1)
                 break  # "a short paragraph": the length word wins over the brevity word
+    most = most or vague
     if not most:
         return None
     limit = max(min(most), 1)

@@ -107,6 +107,17 @@ one.
    strong question gets ``DONT_KNOW`` -- a forgotten fact stays forgotten, nothing is guessed -- and a
    weak or third-person question goes on to the campus rules (tools).
 
+Read as well (issue h8, by grammar and word classes, not phrases): a name typed in lower case is the person or pet
+the user introduced ("what does sam do" after "my partner Sam ...", ``_typed_names``), and the name the user gave
+a relation answers for it ("my little brother Finn" makes "Finn is 14" say how old "my brother" is,
+``_relations_named``); a question with no first person whose subject the user says they have ("when is the baby
+due?" after "our first baby", ``_subject_theirs``) is theirs unless it is near the campus; a question typed without
+its mark may open with "who <verb>s", "why can't" or an auxiliary ("am i allergic to nuts", "is chiara married");
+"am I <state> to X" is answered only by a statement naming X (``_PUT_OBJECT``); a treatment speaks of the
+condition it treats (``_TREATS``); the user taking back what they just said ("scratch that, i meant 41 Alder
+Road", ``_SELF_CORRECTION``) corrects the statement sharing its other words, unless it only moves when something
+happens; and a correction of a number or a place must give one ("Chiara's changed jobs" keeps where she lives).
+
 Where it stops: it knows what the normalisers and the embedding model know. A value of a kind it
 cannot recognise, a topic the small model places far from its paraphrase, or a question about what
 the user said in a form it does not parse gets "I don't know" or the campus search instead.
@@ -139,7 +150,14 @@ _RECALL = re.compile(r"\b(?:do|did|can|could) you (?:still )?(?:remember|know|re
 # a question typed without its mark: "what's my wife called again", "when's our lab meeting"
 _UNMARKED_QUESTION = re.compile(r"^\W*(?:what|who|where|when|which|how)(?:'s|'re| is| are| was| do| does| did| am|"
                                 r" many| much| old| long)\b"
-                                r"[^.!]*$", re.I)
+                                r"[^.!]*$|"
+                                r"^\W*(?:who|whom) (?!i\b|we\b)[a-z]+s\b[^.!]*$|"  # "who takes care of rolo"
+                                r"^\W*why (?:do|does|did|am|is|are|was|were|can|can't|cant|can not|won't|should|"
+                                r"would)\b[^.!]*$|"  # "why can't i eat gluten"
+                                # a yes/no question, its auxiliary first: "am i allergic to nuts", "is chiara married"
+                                r"^\W*(?:and |so )?(?:am|is|are|was|were|do|does|did) (?!not\b|there\b)[a-z][\w'-]*\b[^.!]*$|"  # "is there": a campus ask
+                                r"^\W*(?:and |so )?(?:have|has|can|could|will|would|should) (?:i|we|you|he|she|they|"
+                                r"my|our)\b[^.!]*$", re.I)
 # ... or one whose auxiliary comes after the wh-word's noun phrase and before its subject (the order of a question,
 # not of a clause: "which night does my band rehearse", "what medication am i on", but not "when i was a kid")
 _INVERTED_QUESTION = re.compile(r"^\W*(?:and |so |ok |oh |um |hey )?(?:what|which|who|whose|where|when|how)"
@@ -158,7 +176,8 @@ _MODAL = re.compile(r"\b(?:can|could|should|may|might|must|shall) i\b|\bdo i (?:
 _DO_I = re.compile(r"\b(?:what|which|who|whom|where|when)(?: (?:kind|sort|type) of)?(?: [a-z]+){0,2} do i (?:\w+ly |still |now |often |"
                    r"normally )*(?P<verb>[a-z]+)(?: to [a-z]+)?(?P<rest>[^?.!]*)", re.I)
 # "print a poster", "hand in a wallet": a task with an object
-_OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:a|an|the|my|your|some|this|that|"
+_OBJECT = re.compile(r"^\s*(?:(?:in|up|out|off|back|down|over|away)\s+)?(?:(?:for|to|with|at|on|into|onto|from)\s+)?"
+                     r"(?:a|an|the|my|your|some|this|that|"
                      r"these|those|any|[a-z]+'s)\b", re.I)
 _FRAME = re.compile(r"\b(?:(?:do|did|can|could) you (?:still )?(?:remember|know|recall)|any idea|"
                     r"(?:have|did) i (?:ever )?(?:told|tell|mention(?:ed)?|said|say)(?: you| to you)?"
@@ -185,7 +204,7 @@ _ROLES = {"mother": "mother mum mom mummy mama", "father": "father dad daddy pap
           "grandmother": "grandmother grandma granny gran nan nana nanna", "grandfather": "grandfather grandpa gramps grandad",
           "sister": "sister stepsister", "brother": "brother stepbrother", "son": "son", "daughter": "daughter",
           "aunt": "aunt auntie", "uncle": "uncle", "cousin": "cousin", "niece": "niece", "nephew": "nephew",
-          "twin": "twin", "stepmother": "stepmother", "stepfather": "stepfather"}
+          "twin": "twin", "stepmother": "stepmother stepmum stepmom", "stepfather": "stepfather stepdad"}
 ROLE_OF = {stem(w): role for role, words in _ROLES.items() for w in words.split()}
 _COVERS = {"parent": {"mother", "father", "stepmother", "stepfather"}, "grandparent": {"grandmother", "grandfather"},
            "sibling": {"sister", "brother", "twin"}, "child": {"son", "daughter"}, "children": {"son", "daughter"},
@@ -219,6 +238,9 @@ _TIME_VALUE = re.compile(r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:ne
                          r"months?|years?)\b", re.I)  # a duration answers "how long"
 _MONTH_NAME = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                          r"December)\b")
+_MONTH_TYPED = re.compile(r"\b(?:in|by|of|until|till|from|since|early|late|mid|next|last|this)[ -](?:january|"
+                          r"february|march|april|may|june|july|august|september|october|november|december)\b",
+                          re.I)  # "in march", "by may": a month typed in lower case, after a word of time
 _NUMBER_VALUE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
                            r"thirty|forty|fifty|hundred|dozen)\b", re.I)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near|to|inside|outside|behind|opposite|towards?)\s+(?:the\s+)?$", re.I)
@@ -293,6 +315,7 @@ class Asked:
     person: str | None = None        # someone of the user's the question names: "Ruben" in "what's Ruben's job?"
     known_as: frozenset = frozenset()  # the words the user introduced them by: "boyfriend" in "my boyfriend Ruben"
     value: str | None = None         # the value a yes/no question puts: "blue" in "is my car blue?"
+    aliases: tuple = ()              # (word asked, name) pairs: "brother", "Finn" after "my little brother Finn"
 
 
 # "is my car blue?", "are my sister's eyes green?": a yes/no question putting one value to a thing of the user's
@@ -311,7 +334,7 @@ def _kind(question: str) -> str:
         return "name"
     if re.search(r"\bname\b|\bcalled\b", low):
         return "name_of"
-    owned = re.search(r"\bmy ((?:[\w'-]+ ){0,4}?[\w'-]+)(?=\s*(?:$|[?.!,]|\b(?:is|are|was|were|again|now|"
+    owned = re.search(r"\b(?:my|the|(?!(?:what|who|where|when|which|how|that|it|there|here|let)'s)[a-z]+'s) ((?:[\w'-]+ ){0,4}?[\w'-]+)(?=\s*(?:$|[?.!,]|\b(?:is|are|was|were|again|now|"
                       r"please|called|these|this|at|for|in|on)\b))", low)
     head = owned.group(1).split()[-1] if owned else ""
     if re.search(r"\bhow (?:many|much|old)\b|\b(?:what|which) (?:number|code|pin)\b", low) or \
@@ -374,6 +397,8 @@ def _asked(question: str) -> Asked | None:
         how = "weak"    # "where do I print a poster?", "can I bring a friend?": campus tasks, unless said
     if not topic and kind != "name" and verb:
         topic = {verb}
+    if not topic and kind != "name" and re.search(r"\b(?:my|our) [a-z]+\s*\W*$", low):
+        topic = content_stems(core)  # "what's my number": the generic noun is all that is asked about
     head, modifiers, owner = _phrase(low)
     value = None
     put = _VALUE_PUT.match(low)
@@ -399,11 +424,43 @@ def _about_kin(low: str) -> bool:
     return any(stem(m.group(1)) in {stem(w) for w in KIN} for m in re.finditer(r"\bmy ([a-z]+)", low))
 
 
+# a name the user introduced someone or some animal by, in any case: "my boyfriend kwame", "a spaniel called Rolo"
+_INTRODUCED = r"\b(?i:my|our) (?:[a-z]+ ){{0,1}}(?P<relation>[a-z]+),? {name}\b|\b(?i:called|named) {name}\b"
+PETS = frozenset(stem(w) for w in "pet dog puppy cat kitten rabbit bunny hamster guinea pig horse pony tortoise parrot "
+                 "budgie bird fish goldfish snake lizard ferret spaniel labrador terrier collie greyhound".split())
+"""Animals a user keeps: one introduced as "my spaniel Rolo" is someone of theirs, like "my flatmate Joel"."""
+
+
+def _typed_names(question: str, evidence: list[_Said]) -> list[str]:
+    """The question's words typed in lower case that the user's own statements give as a name ("what does sam do"
+    after "my partner Sam is a nurse"; "who takes care of rolo" after "a spaniel called Rolo"), as the statements
+    write them: capitalised in a statement of the user's (not at its start), or after "my <person or pet>",
+    "called" or "named" in any case. A word of the language ("what", "leave") is never one."""
+    found = []
+    own = [item for item in evidence if item.kind in ("said", "quote", "profile")]
+    for word in dict.fromkeys(re.findall(r"\b[a-z][a-z'-]{2,}\b", question)):
+        word = re.sub(r"'s$", "", word)
+        if word in STOP or word in GENERIC or stem(word) in PEOPLE or len(word) < 3:
+            continue
+        for item in own:
+            capital = re.search(rf"(?<!^)(?<![.!?] )\b{re.escape(word.capitalize())}\b", item.text)
+            intro = re.search(_INTRODUCED.format(name=re.escape(word)), item.text, re.I)
+            if intro and intro.group("relation") and not (shared_stems({stem(intro.group("relation").lower())},
+                                                                       PEOPLE | PETS)):
+                intro = None  # "my bike lock code" is no one
+            if capital or intro:
+                found.append(capital.group(0) if capital else word.capitalize())
+                break
+    return found
+
+
 def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
-    """A person the question names ("when is Anouk arriving?") whom the user's own statements name too."""
+    """A person the question names ("when is Anouk arriving?") whom the user's own statements name too; a name typed
+    in lower case counts (``_typed_names``)."""
     runs = [m.group(0) if m.start() > 0 else " ".join(m.group(0).split()[1:]) for m in _CAPITALISED.finditer(question)]
     names = [re.sub(r"['’]s$", "", run) for run in runs  # "What's Noor's job?": the run without its first word
              if run and not _CALENDAR.match(run) and not _ORGANISATION.search(run)]
+    names += [n for n in _typed_names(question, evidence) if n not in names]
     for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi", or named
         own = [item for item in evidence if item.kind in ("said", "quote")]  # without a title by a first-person line
         if any(re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text, re.I) for item in own) or any(
@@ -419,13 +476,27 @@ def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     return None
 
 
+def _relations_named(asked: Asked, evidence: list[_Said]) -> tuple:
+    """The names the user gave the relatives, partners, friends or pets a question asks about by their relation: "my
+    little brother Finn" makes "Finn is 14" a statement about "my brother" ("how old is my brother?")."""
+    pairs = []
+    for word in asked.topic:
+        if not (_roles({word}) or shared_stems({word}, PEOPLE | PETS)):
+            continue
+        for item in evidence:
+            for m in re.finditer(r"\b(?i:my|our) (?:[a-z]+ ){0,2}?([a-z]+),? ([A-Z][a-z'-]+)\b", item.text):
+                if same_stem(stem(m.group(1).lower()), word) or _roles({word}) & _roles({stem(m.group(1).lower())}):
+                    pairs.append((word, m.group(2)))
+    return tuple(dict.fromkeys(pairs))
+
+
 def _introduced_as(person: str, evidence: list[_Said]) -> frozenset:
     """The relation words the user named ``person`` by ("my twin sister Lindiwe": twin, sister; "- partner: Farouk")."""
     words: set[str] = set()
     for item in evidence:
-        for m in re.finditer(rf"\b(?i:my|our) ((?:[a-z][\w-]* ){{1,2}}){re.escape(person)}\b", item.text):
+        for m in re.finditer(rf"\b(?i:my|our) ((?:[a-z][\w-]* ){{1,2}})(?i:{re.escape(person)})\b", item.text):
             words |= content_stems(m.group(1), generic=False)
-        if item.kind == "profile" and re.search(rf"\b{re.escape(person)}\b", item.text):
+        if item.kind == "profile" and re.search(rf"\b{re.escape(person)}\b", item.text, re.I):
             words |= content_stems(item.text.removeprefix("my ").split(" is ")[0], generic=False)
     return frozenset(words)
 
@@ -437,10 +508,10 @@ def _speaks_of_person(asked: Asked, item: _Said) -> bool:
     """Does a statement speak of the person the question names (``asked.person``): by their name, by a relation word
     the user introduced them by when it names no one else ("my boyfriend is ..."), or as "he"/"she" right after a
     sentence naming them? "Tobi has an egg allergy" says nothing of Ada; "fave food is jollof" nothing of Lindiwe."""
-    name = asked.person or ""
-    if re.search(rf"\b{re.escape(name)}\b", item.text):
+    name = asked.person or ""  # in any case: "my boyfriend kwame" is Kwame
+    if re.search(rf"\b{re.escape(name)}\b", item.text, re.I):
         return True
-    if _PRONOUN_SUBJECT.match(item.text) and re.search(rf"\b{re.escape(name)}\b", item.before):
+    if _PRONOUN_SUBJECT.match(item.text) and re.search(rf"\b{re.escape(name)}\b", item.before, re.I):
         return True
     others = [m.group(0) for m in _CAPITALISED.finditer(item.text) if m.start() > 0
               and not _PLACE_BEFORE.search(item.text[:m.start()]) and not _CALENDAR.match(m.group(0))]
@@ -498,6 +569,31 @@ def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
         return True  # "when's choir?" and "- schedule/choir: Mondays 7pm"
     return any(item.kind != "note" and (head := _topic_head(item)) is not None and
                any(same_stem(head, h) for h in heads) for item in evidence)
+
+
+# what a question without a first person is about: "choir" in "when is choir?", "baby" in "when is the baby due?"
+_SUBJECT = re.compile(r"^\W*(?:and |so )?(?:what|who|where|when|which|how)(?:'s| is| are| was| were| does| do| did)"
+                      r"\s+(?:the |a |an )?([a-z][\w-]*?)(?:'s)?\b", re.I)
+# a thing the user has: "I have choir practice", "our first baby", "my lab"
+_HAVE = (r"\b(?:my|our|i have|i've got|i've|we have|we've got|we've|i got|we got)"
+         r"(?: (?!(?:is|are|was|were|has|had|and|or|but)\b)[a-z'-]+){0,3}? ")
+
+
+def _subject_theirs(question: str, evidence: list[_Said]) -> bool:
+    """Does a question with no first person ask about a thing of the user's, by the grammar of both: its subject
+    (``_SUBJECT``: "choir" in "where is choir held?", "the baby" in "when is the baby due?", "the vet's") is what a
+    statement of the user's says they have ("I have choir practice", "our first baby", "my lab") or what someone of
+    theirs has ("Rolo's vet", Rolo introduced as theirs) -- and it is not near the campus knowledge base
+    (``CAMPUS_SIMILARITY``: "when is the library open?" after "my library card" asks the campus)?"""
+    m = _SUBJECT.match(question)
+    if not m or m.group(1).lower() in STOP or m.group(1).lower() in GENERIC:
+        return False
+    word = re.escape(m.group(1).lower())
+    own = [item.text for item in evidence if item.kind in ("said", "quote")]
+    names = [n.group(1) for text in own for n in re.finditer(rf"\b([A-Za-z][a-z]+)'s (?:[a-z]+ )?{word}s?\b", text, re.I)]
+    theirs = any(re.search(rf"{_HAVE}{word}s?\b", text, re.I) for text in own) or any(
+        _typed_names(name.lower(), evidence) for name in names)
+    return theirs and campus_nearness(question)[0] < CAMPUS_SIMILARITY
 
 
 def _only_theirs(question: str, evidence: list[_Said]) -> bool:
@@ -650,13 +746,14 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
     ``asked_text``, the question, tells a count or an age ("how many", "how old") from a number of any kind."""
     if kind == "name":
         return _NAME_INTRO.search(text) is not None
-    asked_names = {m.group(0).lower() for m in _CAPITALISED.finditer(asked_text) if m.start() > 0}
+    asked_names = {m.group(0).lower() for m in _CAPITALISED.finditer(asked_text) if m.start() > 0} | {
+        w for w in re.findall(r"[a-z][a-z'-]+", asked_text.lower()) if w not in STOP}  # typed in lower case too
     names = [m for m in _CAPITALISED.finditer(text) if not _CALENDAR.match(m.group(0))
              and m.group(0).lower() not in asked_names]  # "where does Arjun work?": Arjun is not the answer
     if kind in ("person", "name_of"):  # a name after "in", "at", "from", ... is a place's: "live in Leicester"
         people = [m.group(0) for m in names if (m.start() > 0 or len(m.group(0).split()) > 1)
                   and not _PLACE_BEFORE.search(text[:m.start()])]
-        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text) is not None or (
+        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text, re.I) is not None or (
             kind == "person" and bool(shared_stems(PEOPLE, content_stems(text))))  # "my grandparents", "my mum"
     if kind == "number":  # a count or an age is no part of a date or a clock time ("her birthday is on 3 March")
         if _COUNT.search(asked_text):
@@ -669,8 +766,9 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
         if _MONEY_ASKED.search(asked_text):  # "how much did my season ticket cost?": a sum of money
             return any(claim.kind == "number" and claim.value[1] in _MONEY for claim in facts_in(text).claims)
         return _NUMBER_VALUE.search(text) is not None
-    if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too)
-        return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or any(
+    if kind == "time":  # a month counts when capitalised ("in June"; "may" is a verb too) or is no other word
+        return _TIME_VALUE.search(text) is not None or _MONTH_NAME.search(text) is not None or \
+            _MONTH_TYPED.search(text) is not None or any(
             claim.kind in ("day", "time", "date") for claim in facts_in(text).claims)
     if kind == "place":  # a place: "in/at/from ...", a building or room word, or a name not after "a" / "an"
         asked_words = content_stems(asked_text)  # "lab" in "our lab meeting" is the thing asked about, not its place
@@ -820,6 +918,7 @@ def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     named_roles = _roles(said_stems)
     shared |= {w for w, roles in wanted_roles.items() if roles and roles & named_roles}
     shared |= {w for w in asked.topic if _birthday_told(w, item.text)}
+    shared |= {w for w, name in asked.aliases if w in asked.topic and re.search(rf"\b{re.escape(name)}\b", item.text)}
     if asked.kind == "number" and _counted_here(asked, item.text):  # "three daughters": the children counted
         shared |= {w for w in asked.topic if _counts(w, _counted(asked.core) or w)}
     coverage = len(shared) / len(asked.topic) if asked.topic else 0.0
@@ -973,6 +1072,12 @@ KIND_PHRASE = 0.6
 personal attribute names the kind, not one thing ("my dentist appointment" is 0.51 from "my appointments")."""
 
 
+_TREATS = {PERSONAL_KINDS.index("the medicine or treatment I take"):
+           PERSONAL_KINDS.index("my health and medical conditions: an illness or disease I have")}
+"""A statement nearest the kind "medicine" speaks of the condition it treats, so it answers a question about the
+user's conditions; a condition names no medicine, so "I have type 1 diabetes" does not say what they take."""
+
+
 def _phrase_of(asked: Asked) -> str:
     """The words of the phrase asked about as the question writes them: "medical condition" in "my medical condition"."""
     m = re.search(r"\b(?:my|our) ((?:[a-z][\w-]* ){0,3}?)" + re.escape(asked.head or "") + r"\w*", asked.core.lower())
@@ -996,7 +1101,9 @@ def _kind_nearness(asked: Asked, item: _Said) -> float:
     for text in [item.text] + ([cause[0]] if len(cause) > 1 else []):  # "I'm type 1 diabetic so I carry snacks":
         item_kind, item_best = personal_kind(text)                      # the state is the clause before "so"
         item_nearness = item_best if item_kind == kind else float(similarity(PERSONAL_KINDS[kind], [text])[0])
-        clear = (item_kind == kind and item_nearness >= KIND_STATEMENT) or (
+        treats = _TREATS.get(item_kind) == kind and item_best >= KIND_STATEMENT  # a treatment is taken for a condition:
+        clear = treats or (item_kind == kind and item_nearness >= KIND_STATEMENT) or (  # "I'm on lamotrigine for my
+            # epilepsy" answers "what condition do I have?" (not the other way), ranked by its nearness to conditions
             item_nearness >= KIND_CLEAR and (restriction or item_best - item_nearness <= KIND_TIE))
         best = max(best, item_nearness if clear else 0.0)
     return best
@@ -1103,7 +1210,8 @@ def _placed_in_own_clause(asked: Asked, item: _Said, verb: str) -> bool:
 
 # "the name of Elias's school", "what is my landlord's company called": the thing whose own name is asked
 _NAME_OF = re.compile(r"\bname of (?:the |my |our |his |her |their |(?:[A-Za-z]+['’]s )){0,2}([a-z][\w-]*)\b|"
-                      r"\b(?:what|how)(?:'s| is| are| was)? (?:the |my |our |(?:[A-Za-z]+['’]s ))+([a-z][\w-]*) (?:called|named)\b",
+                      r"\b(?:what|how)(?:'s| is| are| was)? (?:the |my |our |(?:[A-Za-z]+['’]s ))+([a-z][\w-]*)"
+                      r"(?: (?:going to|gonna|to) be| be)? (?:called|named)\b",
                       re.I)
 
 
@@ -1137,6 +1245,12 @@ def _states_a_value_like(asked: Asked, item: _Said) -> bool:
         float(np.max(similarity(asked.value, words))) >= VALUE_NEAR
 
 
+# a yes/no question putting one thing to the user's state: "am i allergic to nuts", "am i scared of dogs"
+_PUT_OBJECT = re.compile(r"^\W*(?:and |so )?(?:am|was|are|were) (?:i|we) (?:\w+ly )?[a-z]+ (?:to|of|from|with|on|about|"
+                         r"for|in) (?:any |the |a |an |some )?([a-z][\w-]*)()\W*$", re.I)
+_ANY = frozenset("anything something anyone someone any things stuff".split())  # "am i allergic to anything?"
+
+
 def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) -> tuple[int, float]:
     """How well a statement answers the question (step 3 of the module docstring): its level (3, 2, 1, or 0
     for not at all) and the share of the words asked about that it uses. ``score``: the similarity of the
@@ -1156,6 +1270,11 @@ def _match(asked: Asked, item: _Said, score: float, question_stems: set[str]) ->
     named_word = next((g for g in named.groups() if g), "") if named else ""
     if named_word and named_word.lower() not in GENERIC | STOP and not _gives_its_name(stem(named_word), item.text):
         return 0, coverage  # "what's the name of Elias's school?" and "my son Elias just started primary school"
+    put = _PUT_OBJECT.match(asked.core)
+    thing = (put.group(1) or put.group(2)).lower() if put else ""
+    if thing and thing not in _ANY and thing not in STOP and not (
+            shared_stems({stem(thing)}, content_stems(item.text)) or _clipped({stem(thing)}, item.text)):
+        return 0, coverage  # "am i allergic to nuts?" and "I'm allergic to shellfish": nuts are not said either way
     if not _carries_focus(asked, item, question_stems):
         return 0, coverage  # "what dose of sertraline do I take?" and "I take sertraline for anxiety"
     if asked.how == "third":
@@ -1260,7 +1379,8 @@ def _object_given(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     """Does the statement use the question's own predicate ("does Kenji play", "am I allergic to") with an object
     the question does not name ("Kenji plays bass", "allergic to sesame"), the value asked for? "I take sertraline
     for anxiety" takes only what the question names."""
-    predicate = _PREDICATE.search(asked.core)
+    core = re.sub(rf"\b{re.escape(asked.person)}\b", asked.person, asked.core, flags=re.I) if asked.person else asked.core
+    predicate = _PREDICATE.search(core)  # "what sport does kwame play": the name as the user introduced it
     if not predicate or predicate.group(1).lower() in STOP:
         return False
     verb = stem(predicate.group(1).lower())
@@ -1350,6 +1470,20 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
     return bool(asked.modifiers) and _another_kind_of_it(asked, item, phrases, content_stems(asked.core))
 
 
+# the user taking back what they just said: not a change in the world, a slip in the telling
+_SELF_CORRECTION = re.compile(r"\b(?:scratch that|i meant|i mean|typo|my mistake|my bad|misspoke|misspelt|misspelled|"
+                              r"correction|sorry|wait|no no|not \d+|got that wrong|wrong)\b", re.I)
+
+
+def _without_values(text: str, kinds: set[str]) -> str:
+    """The statement without its values of these kinds (``facts_in``: numbers, days, times, rooms): the words
+    around them ("i live at 14 Alder Road" -> "i live at Alder Road")."""
+    for claim in facts_in(text).claims:
+        if claim.kind in kinds:
+            text = text.replace(claim.written, " ")
+    return text
+
+
 def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) -> bool:
     """Is a newer statement a correction of the chosen one: a change of state ("switched", "now", "pushed
     to", ``_CORRECTION``) of the same thing -- it names the thing's head noun ("team", "locker"), or it gives
@@ -1363,6 +1497,8 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
         return False
     if asked.value and not _states_a_value_like(asked, item):
         return False  # "I switched from lot C to the multistorey" changes where the car parks, not its colour
+    if asked.kind in ("number", "place") and not _supplies(asked.kind, item.text, asked.core):
+        return False  # "Chiara's changed jobs, she's a clerk now" changes no place: where she lives still holds
     change = _FROM_TO.search(item.text)
     old_value = content_stems(change.group(2)) if change else set()
     if old_value and shared_stems(old_value, content_stems(best.text)) == old_value and \
@@ -1371,6 +1507,12 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     head = _topic_head(best)
     if _owns_another_thing(item, head, best, asked):
         return False
+    slip = _changed_values(best, item) if _SELF_CORRECTION.search(item.text) else set()
+    if asked.kind != "time" and _supplies("time", item.text):
+        slip = set()  # "the operation got moved to the 16th" changes when, not what it is
+    if slip and shared_stems(content_stems(_without_values(item.text, slip)) - set(GENERIC),
+                             content_stems(_without_values(best.text, slip))):
+        return True  # "scratch that, i meant 41 Alder Road" for "i live at 14 Alder Road": the same words, a new value
     if head and shared_stems({head}, content_stems(item.text)):
         return True  # it names the same thing, not merely the same owner
     about_asked = bool(shared_stems(asked.topic, content_stems(item.text)))
@@ -1413,10 +1555,13 @@ def _about_user(messages: list[dict]) -> str | None:
     if person and not _FIRST_PERSON.search(question.replace(f"{person}'s", " ")) and person.lower() not in \
             {w.lower() for w in ("I",)}:
         asked.person, asked.known_as = person, _introduced_as(person, evidence)
+    asked.aliases = _relations_named(asked, evidence)
     if asked.how == "third" and person:
         asked.how = "strong"  # "when is Anouk arriving?" after "my girlfriend Anouk is flying in": their life
     if asked.how in ("weak", "third") and _told_of_it(asked, question, evidence):
         asked.how = "strong"  # "who teaches my tutorial?" after "my tutorial is in room 2.14": their own thing
+    if asked.how == "third" and _subject_theirs(question, evidence):
+        asked.how = "strong"  # "when is the baby due?" after "we're expecting our first baby in March"
     if asked.how == "weak" and _only_theirs(question, evidence):
         asked.how = "strong"  # "how much metformin do I take?" after "I take metformin for my diabetes"
     question_stems = content_stems(question)

@@ -12,12 +12,15 @@ text or tool calls. The rules, in order:
      "Wednesday", "every wednesday" is not "Thursday"; "3pm to 5pm" == "15:00-17:00";
      "5th floor" == "fifth floor" != "floor 3"; "Monday to Friday" == "weekdays"; "two weeks" is
      not "two people". It checks the facts an answer names, not what the sentence says about them
-     ("closed on Sundays" supports a claim that names Sunday).
+     ("closed on Sundays" supports a claim that names Sunday) -- and its claims about all of something
+     ("every student who applies", "all year round", "always"): the passages must make one about the same noun
+     or with the same word.
    - *scope classifier* (``classify_scope``): unsafe when the request asks for harm by meaning
      (near a kind of harm -- another person's account, cheating, theft, violence, ... -- rather
      than its harmless twin; asking how to do a harmful act; acting without someone's consent or on
-     someone else's things); campus when it is near the campus knowledge base (the local model's
-     similarity plus the share of its informative words the nearest entry uses); else off_topic.
+     someone else's things; asking for something fake or forged); campus when it is near the campus knowledge
+     base (the local model's similarity plus the share of its informative words the nearest entry uses), or a
+     little less near it and naming a thing of university life (coursework, halls, a module); else off_topic.
    - *summariser* (``summarise_conversation``): extractive. For every turn in the
      TURNS section it keeps the user's words (first two sentences, at most 30 words)
      and the final assistant answer (first sentence, at most 25 words) as one line
@@ -75,7 +78,8 @@ text or tool calls. The rules, in order:
    "one sentence", "a single sentence", "1 sentence", "at most two sentences", "up to three sentences",
    "briefly", "keep it short", "concise", and their negations ("never answer in one sentence" asks for
    more, "one short sentence, never two" and "never two sentences" for one, "don't be brief", "write a
-   paragraph"), read clause by clause by ``meaning.length_limit``; "bullet points";
+   paragraph"; a count says how brief "brief" is: "be concise -- two sentences at most" allows two), read clause
+   by clause by ``meaning.length_limit``; "bullet points";
    "uppercase" / "shout" (each unless negated: "don't use bullet points").
 """
 from __future__ import annotations

@@ -52,9 +52,25 @@ CAMPUS_NEARNESS = 0.48
 share of its words that sentence uses reaches this."""
 
 
-def _near_campus(text: str) -> bool:
+def _near_campus(text: str, nearness: float = CAMPUS_NEARNESS) -> bool:
     similar, shared = campus_nearness(text)
-    return similar + 0.5 * shared >= CAMPUS_NEARNESS
+    return similar + 0.5 * shared >= nearness
+
+
+UNIVERSITY_NEARNESS = 0.38
+"""A request naming a thing of university life (``_UNIVERSITY_LIFE``) is about the campus this near the knowledge
+base: "how do I report a broken heater in my halls flat?" (0.43); "write me a poem about autumn leaves" names none."""
+# the things of university life, as a kind: its places, its teaching and its paperwork
+_UNIVERSITY_LIFE = re.compile(r"\b(?:campus|universit(?:y|ies)|uni|college|halls?(?: of residence)?|residences?|"
+                              r"lectures?|lecturers?|tutors?|tutorials?|seminars?|modules?|courses?|coursework|"
+                              r"assignments?|essays?|dissertations?|theses|thesis|exams?|examinations?|resits?|"
+                              r"semesters?|terms?|timetables?|grades?|marks|transcripts?|degrees?|enrol(?:l?ment)?|"
+                              r"registry|registrar|faculty|department|professors?|freshers|graduation|"
+                              r"student(?:s|'s)?|societ(?:y|ies)|union|accommodation|library|libraries|"
+                              r"extensions?|deadlines?|bursar(?:y|ies)|scholarships?)\b", re.I)
+# asking for something false: "a fake student ID", "a forged signature", "a counterfeit ticket"
+_DECEIT = re.compile(r"\b(?:fake|faked|forged?|forging|counterfeit|fraudulent(?:ly)?|phony|phoney|bogus|doctored)\b",
+                     re.I)
 
 
 HARM_SIMILARITY = 0.55
@@ -74,8 +90,14 @@ def classify_scope(request: str) -> dict:
     Harm: the request is near one of ``HARM_KINDS`` and nearer it than that kind's harmless twin; or it asks
     how to do a harmful act (``HARMFUL_ACTS``: "hack into", "break in", ...); or it is near a harm kind and
     acts without someone's consent ("without her knowing", "that isn't mine", "as my own") or on someone
-    else's thing ("another student's password"). A request that reports a harm ("my bike was stolen") is
-    none of these.
+    else's thing ("another student's password"), or asks for something false (``_DECEIT``: "a fake student ID",
+    a "forged" letter) near a harm kind and nearer it than its twin. A request that reports a harm ("my bike was
+    stolen") is none of these.
+
+    Campus: near the knowledge base (``CAMPUS_NEARNESS``), or naming a thing of university life
+    (``_UNIVERSITY_LIFE``: coursework, halls, a module, "on campus") and a little less near it
+    (``UNIVERSITY_NEARNESS``): "how do I appeal a grade for my coursework?" asks the university even when the
+    knowledge base has no entry on appeals.
     """
     harm = harm_signals(request)
     if harm.act_similarity >= ACT_SIMILARITY:
@@ -83,11 +105,14 @@ def classify_scope(request: str) -> dict:
                 "reason": f"asks for something harmful or dishonest (to {harm.act.lower()})"}
     if ((harm.similarity >= HARM_SIMILARITY and harm.margin >= 0)
             or (harm.no_consent and harm.similarity >= CONSENT_SIMILARITY)
-            or (harm.others and harm.similarity >= OTHERS_SIMILARITY)):
+            or (harm.others and harm.similarity >= OTHERS_SIMILARITY)
+            or (_DECEIT.search(request) and harm.similarity >= OTHERS_SIMILARITY and harm.margin >= 0)):
         return {"category": "unsafe", "reason": f"asks for something harmful or dishonest "
                                                 f"({HARM_KINDS[harm.kind][0].split(',')[0].split(':')[0]})"}
     if _near_campus(request):
         return {"category": "campus", "reason": "about campus life (near the campus knowledge base)"}
+    if _UNIVERSITY_LIFE.search(request) and _near_campus(request, UNIVERSITY_NEARNESS):
+        return {"category": "campus", "reason": "about university life (names it, and near the knowledge base)"}
     return {"category": "off_topic", "reason": "not about the campus"}
 
 
