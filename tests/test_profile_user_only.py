@@ -53,6 +53,28 @@ def test_a_judging_value_or_a_past_tense_is_read_by_meaning_not_by_the_attribute
     assert not is_users_attribute("brother's car", "is", "so cool")
 
 
+
+@pytest.mark.parametrize("said", [
+    "My kids are so excited about summer break!",
+    "My teammates are really comforting.",
+    "My boss is getting nervous about the launch.",
+    "My own happiness is the most important thing.",
+    "My laptop is like half of my lifeline.",
+    "My hard work is paying off.",
+    "My writing is going well.",
+])
+def test_a_feeling_a_likeness_or_a_judgement_is_no_attribute(said):
+    assert extract_with_rules(said) == []
+
+
+@pytest.mark.parametrize("said, label, value", [
+    ("My daughter is allergic to nuts.", "daughter", "allergic to nuts"),   # a state that is a fact
+    ("My flat is like 10 minutes from campus.", "flat", "like 10 minutes from campus"),  # "like" as "about"
+    ("My sister is visiting next week.", "sister", "visiting next week"),
+])
+def test_a_state_or_an_estimate_is_still_an_attribute(said, label, value):
+    assert [(f["key"], f["value"]) for f in extract_with_rules(said)] == [(label, value)]
+
 # ---------------------------------------------------------------- another person's words
 
 @pytest.mark.parametrize("said", [

@@ -77,16 +77,39 @@ _PIECE_OF_SOMETHING = re.compile(r"\b(?:part|parts|bit|bits|moment|moments|highl
 _JUDGING = frozenset("""awesome amazing great wonderful lovely beautiful cute adorable fun incredible fantastic
 terrible awful horrible nice cool gorgeous precious perfect best worst good bad hilarious sweet brilliant crazy
 insane wild special everything unreal epic stunning magical gross boring weird fine okay ok superb excellent
-delightful charming funny sad scary annoying exhausting exciting inspiring priceless""".split())
+delightful charming funny sad scary annoying exhausting exciting inspiring priceless important comforting
+supportive meaningful helpful rewarding challenging tough peaceful calming relaxing refreshing fulfilling motivating
+encouraging""".split())
+# how someone feels ("excited about summer break", "getting nervous", "so proud of her"): a feeling, not an attribute
+_FEELINGS = frozenset("""excited thrilled happy glad sad proud nervous anxious worried scared afraid stressed upset
+grateful thankful pumped stoked eager keen relieved bored tired exhausted overwhelmed hopeful curious confused angry mad
+frustrated disappointed lonely jealous ecstatic delighted content comfortable inspired motivated amazed impressed
+touched moved blessed lucky""".split())
+_FEELING_LEAD = frozenset("getting feeling becoming growing a bit little kind sort of".split())
+# how a thing is going ("paying off", "going well", "coming true"): a verb's -ing form, then how it goes
+_HOW_IT_GOES = frozenset("well badly great fine ok okay smoothly off true nowhere strong".split())
 _INTENSIFIERS = frozenset("so very really truly just the most such absolutely totally pretty quite super too "
                           "a an and always honestly simply".split())
 
 
 def _judges_only(value: str) -> bool:
-    """Is a value only words that judge or feel ("awesome", "so much fun", "the best")?"""
+    """Is a value only words that judge or feel ("awesome", "so much fun", "the best", "the most important thing")?"""
     words = re.findall(r"[a-z]+", value.lower())
     return bool(words) and any(w in _JUDGING for w in words) and all(
-        w in _JUDGING or w in _INTENSIFIERS or w in ("much", "of", "all", "ever") for w in words)
+        w in _JUDGING or w in _INTENSIFIERS or w in ("much", "of", "all", "ever", "thing", "things", "one", "ones")
+        for w in words)
+
+
+def _feels(value: str) -> bool:
+    """Does a value tell how someone feels ("excited about summer break", "getting nervous", "so proud of her"),
+    what something is like ("like a second home") or how it is going ("paying off", "going well"), rather than
+    what it is?"""
+    words = re.findall(r"[a-z']+|\d+", value.lower())
+    while words and (words[0] in _INTENSIFIERS or words[0] in _FEELING_LEAD):
+        words = words[1:]
+    simile = len(words) > 1 and words[0] == "like" and not words[1].isdigit()  # "like 10 minutes away": about
+    faring = len(words) > 1 and (words[0].endswith("ing") or words[0].endswith("in'")) and words[1] in _HOW_IT_GOES
+    return bool(words) and (words[0] in _FEELINGS or simile or faring)
 
 
 def is_users_attribute(attribute: str, verb: str, value: str) -> bool:
@@ -94,9 +117,11 @@ def is_users_attribute(attribute: str, verb: str, value: str) -> bool:
 
     Not when the attribute is a piece of an experience ("my favourite part"), the sentence tells of the past
     ("my favourite part was the ending": what held then, not what holds), or the value only judges or feels
-    ("my kids' smiles are awesome", "my kids are awesome"). A thing of the user's world keeps its facts ("my
-    cat's name is Biscuit")."""
-    return not (_PIECE_OF_SOMETHING.search(attribute) or verb.lower() == "was" or _judges_only(value))
+    ("my kids' smiles are awesome", "my kids are awesome"), or it tells a feeling, a likeness or how a thing goes
+    (``_feels``: "my kids are so excited about summer break", "my laptop is like half my lifeline", "my hard work
+    is paying off"). A thing of the user's world keeps its facts ("my cat's name is Biscuit")."""
+    return not (_PIECE_OF_SOMETHING.search(attribute) or verb.lower() == "was" or _judges_only(value)
+                or _feels(value))
 
 
 def my_attribute_facts(sentence: str) -> list[dict]:
