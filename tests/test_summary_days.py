@@ -102,3 +102,39 @@ def test_trimming_drops_old_days_first_and_never_leaves_a_heading_over_nothing()
     kept, _ = trim_summary_lines(text, lambda t: "camping" not in t and "lake" not in t)
     assert kept.split("\n") == [write_day_heading("2023-05-25", "2023-05-25", [1, 2]),
                                 "[turn 2] pottery on thursdays", "Pinned: locker 4471"]
+
+
+def _trim_one_at_a_time(text, fits):
+    """The plain way: drop the oldest droppable line, then any heading left over nothing, until it fits."""
+    lines, dropped = text.splitlines(), 0
+
+    def clean(lines):
+        return [line for n, line in enumerate(lines) if read_day_heading(line) is None or (
+            n + 1 < len(lines) and read_day_heading(lines[n + 1]) is None and not lines[n + 1].startswith("Pinned"))]
+    lines = clean(lines)
+    while lines and not fits("\n".join(lines)):
+        index = next((i for i, line in enumerate(lines)
+                      if not line.startswith("Pinned") and read_day_heading(line) is None), None)
+        if index is None:
+            break
+        del lines[index]
+        dropped += 1
+        lines = clean(lines)
+    return "\n".join(lines), dropped
+
+
+LINE = st.one_of(st.builds(lambda n, w: f"[turn {n}] " + " ".join(["word"] * w), st.integers(0, 50), st.integers(1, 9)),
+                 st.builds(lambda n: write_day_heading("2023-05-08", "2023-05-08", [n]), st.integers(0, 50)))
+
+
+@hsettings(deadline=None, max_examples=300)
+@given(st.lists(LINE, max_size=40), st.booleans(), st.integers(0, 200))
+def test_trimming_by_bisection_leaves_what_dropping_one_line_at_a_time_leaves(lines, pinned, room):
+    text = "\n".join(lines + (["Pinned: locker 4471"] if pinned else []))
+    calls = []
+
+    def fits(t):
+        calls.append(t)
+        return len(t.split()) <= room
+    assert trim_summary_lines(text, fits) == _trim_one_at_a_time(text, lambda t: len(t.split()) <= room)
+    assert len(calls) <= 3 + max(1, len(lines)).bit_length()  # bisection, not one call a line

@@ -335,16 +335,28 @@ def _strip_pinned_line(text: str) -> str:  # only "\n" ends a line (safe_lines):
 
 def trim_summary_lines(text: str, fits) -> tuple[str, int]:
     """Drop the oldest lines (never a ``Pinned:`` line) until ``fits(text)``; returns (text, dropped). A day's
-    heading goes with the last line of its part (a heading is never left over nothing), and is not counted."""
+    heading goes with the last line of its part (a heading is never left over nothing), and is not counted.
+
+    How many to drop is found by bisection (a summary kept by day may hold hundreds of lines, and each ``fits``
+    counts a whole block): fewer lines never need more room, so the fewest dropped lines that fit are found in
+    about log2(lines) calls, the same lines dropping them one at a time would leave."""
     lines = text.splitlines()
-    dropped = 0
-    while lines and not fits("\n".join(lines)):
-        index = next((i for i, line in enumerate(lines)
-                      if not line.startswith(PINNED_PREFIX) and read_day_heading(line) is None), None)
-        if index is None:
-            break
-        del lines[index]
-        dropped += 1
-        lines = [line for n, line in enumerate(lines) if read_day_heading(line) is None or (
-            n + 1 < len(lines) and read_day_heading(lines[n + 1]) is None and not lines[n + 1].startswith(PINNED_PREFIX))]
-    return "\n".join(lines), dropped
+    heading = [read_day_heading(line) is not None for line in lines]  # read once: each call below is a lookup
+    content = [not h and not line.startswith(PINNED_PREFIX) for line, h in zip(lines, heading)]
+    droppable = [n for n, keep in enumerate(content) if keep]
+
+    def without(count: int) -> str:
+        gone = set(droppable[:count])
+        kept = [n for n in range(len(lines)) if n not in gone]
+        return "\n".join(lines[n] for i, n in enumerate(kept)  # a heading stays only over a line of its part
+                         if not heading[n] or (i + 1 < len(kept) and content[kept[i + 1]]))
+
+    if fits(without(0)) or not droppable:
+        return without(0), 0
+    low, high = 0, len(droppable)  # without(low) does not fit; the answer is in (low, high]
+    if not fits(without(high)):
+        return without(high), high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(without(middle)) else (middle, high)
+    return without(high), high
