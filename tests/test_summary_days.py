@@ -138,3 +138,17 @@ def test_trimming_by_bisection_leaves_what_dropping_one_line_at_a_time_leaves(li
         return len(t.split()) <= room
     assert trim_summary_lines(text, fits) == _trim_one_at_a_time(text, lambda t: len(t.split()) <= room)
     assert len(calls) <= 3 + max(1, len(lines)).bit_length()  # bisection, not one call a line
+
+
+def test_only_the_newest_days_parts_are_kept_and_the_header_stays_honest(offline, monkeypatch):
+    from helpers.memory import summary as summary_module
+
+    monkeypatch.setattr(summary_module, "MAX_DAY_PARTS", 3)
+    summariser = Summariser(**offline)
+    times = {n: f"2023-05-{n + 1:02d}T10:00:00+00:00" for n in range(5)}
+    current = RollingSummary()
+    for n in range(5):
+        current = summariser.summarise(current, [(n, POTTERY if n % 2 else CAMP)], times=times).summary
+    days = [read_day_heading(line)[0] for line in current.text.splitlines() if read_day_heading(line)]
+    assert days == ["2023-05-03", "2023-05-04", "2023-05-05"] and current.turn_ids == [0, 1, 2, 3, 4]
+    assert current.header() == "Summary of earlier turns (made from turns 0-4; its lines cite turns 2-4):"

@@ -36,6 +36,7 @@ from helpers.core.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
+MAX_DAY_PARTS = 30  # a summary kept by day keeps this many days' parts, the newest; older days are left to recall
 SUMMARISER_PROMPT = (
     "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
     "reply with the new summary only, in at most the WORD LIMIT. Keep what the user said about themselves "
@@ -233,7 +234,8 @@ class Summariser:
         the summary is kept by day: each day's part, under its heading (``On 2023-05-08 (made from turns
         0-17):``), is folded only with that day's turns, in at most the word limit, so a long history keeps a
         part for every day instead of one part squeezed over all of them. A pinned fact already in another
-        day's part is not asked for again; the ``Pinned:`` line stays one, at the end."""
+        day's part is not asked for again; the ``Pinned:`` line stays one, at the end. The newest
+        ``MAX_DAY_PARTS`` days are kept (a budget shows only the newest few; recall finds the older ones)."""
         turns = [(int(i), list(m)) for i, m in turns]
         if not turns:
             return SummaryUpdate(previous, 0)
@@ -262,6 +264,7 @@ class Summariser:
             pinned += [item for item in _pinned_items(update.summary.text) if item not in pinned]
             part.turn_ids = update.summary.turn_ids
         parts.sort(key=lambda p: (p.first is not None, p.first or "", p.last or ""))
+        parts = parts[-MAX_DAY_PARTS:]  # the state stays bounded; the header still names every turn it was made from
         lines = [line for p in parts for line in [write_day_heading(p.first, p.last, p.turn_ids)] + p.lines]
         if pinned:
             lines.append(write_pinned_line(pinned))
