@@ -42,6 +42,17 @@ evaluation -- not taken from the notebooks -- each with a fixed ``split``, decid
   -- 40 memory cases in 7 conversations, 8 scope, 6 grounding, 6 length -- run once, nothing fixed after it (the
   writer's estimate of how the h8 rules generalise): about the user 17/20 (85.0%), corrections 4/6 (66.7%), never
   said 11/12 (91.7%), campus search 2/2, scope 7/8, grounding 5/6, length 6/6.
+- ``tune_h9`` (90): written before the h9 rules, around word classes rather than wordings -- 60 memory cases in 12
+  conversations (roles and kinds: a GP for "my doctor", a breed for "my dog", a flat or house for "my address";
+  what relatives and partners do for work, "works nights as", "runs a"; partners one is dating or seeing; rooms
+  reassigned in the passive or by a bare code; shifts and appointments; "car park" for "what car"; a profile block),
+  15 scope (false documents, getting to university places), 10 grounding (every day, always, all, free, when the
+  passages say otherwise or nothing) and 5 length -- then read while the h9 rules were made; first run: about the
+  user 23/38 (60.5%), corrections 1/7 (14.3%), never said 12/15 (80.0%), scope 13/15, grounding 8/10, length 5/5;
+  after the fixes: about the user 38/38, corrections 7/7, never said 15/15, scope 15/15, grounding 10/10, length 5/5.
+- ``tune_h9b`` (40): written after the h9 fixes, before looking at how they would be handled -- 30 memory cases in 6
+  conversations, 5 scope, 5 grounding -- run once, nothing changed after it: about the user 19/21 (90.5%),
+  corrections 3/3, never said 5/6 (83.3%), scope 5/5, grounding 4/5 (80.0%).
 
 ``--file PATH`` runs another case file of the same format (every case in it, whatever its split) and
 ``--counts-only`` prints only the accuracy per rule and per group, never a case: the way to run a held-out
@@ -69,7 +80,7 @@ Every case goes through ``helpers.standin.policy.decide``, the function the stan
 ``ChatSession`` with the hybrid memory and counts the answers to questions about the user that name
 the current value and none of the values it replaced (slow: about a minute).
 
-Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|tune_h7|tune_h8|tune_h8b|dev|all]
+Run: python benchmarks/standin_eval.py [--split heldout|tune|fresh|final|tune_h3|tune_h4|tune_h5|tune_h7|tune_h8|tune_h8b|tune_h9|tune_h9b|dev|all]
      [--show-failures]
      [--memory-run] [--file PATH --counts-only]
 """
@@ -97,8 +108,8 @@ from helpers.agent.tools import tool_schemas  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data" / "standin_eval.jsonl"
 RULES = ("memory", "scope", "grounding", "length")
 GROUPS = ("about the user", "corrections", "never said", "campus search", "scope", "grounding", "length")
-SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "tune_h7", "tune_h8", "tune_h8b", "dev",
-          "all")
+SPLITS = ("heldout", "tune", "fresh", "final", "tune_h3", "tune_h4", "tune_h5", "tune_h7", "tune_h8", "tune_h8b", "tune_h9",
+          "tune_h9b", "dev", "all")
 TOOLS = tool_schemas()
 SYSTEM = "You are the Larkspur University campus assistant."
 

@@ -7,6 +7,9 @@ the same rule for a full-text index in a database (the session stores' FTS5 and 
 stored as its own words plus the stems they fold to, and a question searches by its words that are not stop
 words plus their stems, so "swim" finds "swimming" there too, while a word the stem rule cannot read (a
 name in another script) is still matched as it is written.
+
+``word_class`` reads a word for the kind of thing it names (``WORD_CLASSES``: "spaniel" is a dog, "GP" a doctor, "flat"
+a home), for rules that read meaning (the offline stand-in's memory rule); the lexical search does not use it.
 """
 from __future__ import annotations
 
@@ -84,3 +87,29 @@ def with_apostrophes(text: str) -> str:
             return "I" + fixed[1:]
         return fixed[0].upper() + fixed[1:] if word[0].isupper() else fixed
     return _BARE_CONTRACTION.sub(restore, str(text))
+
+
+# Word classes: a word that names one kind of a thing, for the thing it is a kind of ("a spaniel" is a dog, "my GP" is
+# my doctor, "my flat" is my home and where my address is). Each class is small and closed, each word in one class only,
+# and a class says only "this word names a thing of that kind": "dentist" is no class of "doctor" (a user's doctor is
+# their GP, and a dentist is asked for by name), "lab" is no dog ("my lab group"), "room" is no home ("my seminar room").
+WORD_CLASSES = {
+    "doctor": "doctor doc gp physician",
+    "dog": "dog doggy puppy pup hound spaniel labrador retriever terrier collie poodle beagle dachshund greyhound "
+           "whippet lurcher husky pug corgi schnauzer rottweiler alsatian chihuahua cockapoo labradoodle cavapoo "
+           "doberman sheepdog westie staffie dalmatian mastiff",
+    "cat": "cat kitten kitty tabby moggy siamese ragdoll tomcat",
+    "home": "home address flat house apartment halls accommodation digs dorm",
+    "partner": "partner boyfriend girlfriend husband wife fiance fiancee spouse bf gf",
+    "therapist": "therapist counsellor counselor psychotherapist",
+    "boss": "boss manager",
+    "flatmate": "flatmate housemate roommate",
+    "landlord": "landlord landlady",
+}
+_CLASS_OF = {stem(word): name for name, words in WORD_CLASSES.items() for word in words.split()}
+
+
+def word_class(word: str) -> str | None:
+    """The class (``WORD_CLASSES``) a word names a thing of, compared by its ``stem``: "spaniels" -> "dog",
+    "GP" -> "doctor", "flat" -> "home"; None for a word in no class."""
+    return _CLASS_OF.get(stem(word))

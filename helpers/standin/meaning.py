@@ -629,7 +629,52 @@ def unsupported_claims(answer: str, passages: str) -> list[str]:
         if not ok:
             missing.append(claim.written)
     missing += _universals_unsupported(answer, passages, days)
+    missing += _every_day_times_unsupported(answer, passages, said)
+    missing += _free_unsupported(answer, passages)
     return list(dict.fromkeys(missing))
+
+
+_SEGMENT = re.compile(r"(?<=[.!?;])\s+|\n")  # the parts of a passage a day span and its hours are written in
+
+
+def _every_day_times_unsupported(answer: str, passages: str, said) -> list[str]:
+    """A time the answer gives for every day ("opens at 6:30am every day", "daily from 8") must be the time of every
+    day in the passages: the days of the passage parts (sentences, ";"-parts) that give that time must be all seven
+    (a part naming no day holds on any day). "Open 06:30-22:00 Monday to Friday; 08:00-20:00 Saturday and Sunday"
+    does not open at 6:30 every day, though it names all seven days."""
+    every = _EVERY_DAY.search(answer)
+    times = [c for c in said.claims if c.kind == "time"]
+    if not every or not times:
+        return []
+    missing = []
+    parts = [facts_in(part) for part in _SEGMENT.split(passages) if part.strip()]
+    for claim in times:
+        covered: set[int] = set()
+        for part in parts:
+            if any(claim.value & c.value for c in part.of("time")):
+                days = [c.value for c in part.of("day")]
+                covered |= set(frozenset().union(*days)) if days else set(range(7))
+        if covered and len(covered) < 7:
+            missing.append(f"{claim.written} {every.group(0)}")
+    return missing
+
+
+# "free" as a price: at no cost -- not "free time", "feel free", "free to", "gluten-free"
+_FREE = re.compile(r"(?<![-\w])free\b(?!\s+(?:time|periods?|slots?|hours?|afternoons?|mornings?|evenings?|days?|from|to|"
+                   r"will|speech|space|seats?|places?|spaces?|rooms?|desks?)\b)(?<!feel free)", re.I)
+_AT_NO_COST = re.compile(r"(?<![-\w])free\b|\bno (?:charge|cost|fee)s?\b|\bat no (?:extra |additional )?(?:cost|charge)\b|"
+                         r"\bcomplimentary\b|\bwithout (?:charge|cost|paying)\b|\bfree of charge\b|\bcosts? nothing\b|"
+                         r"\bno need to pay\b|\bdon't (?:have to |need to )?pay\b", re.I)
+
+
+def _free_unsupported(answer: str, passages: str) -> list[str]:
+    """An answer saying something is free (a price of nothing: "washing is free for residents") needs passages that
+    say something is at no cost ("free", "no charge", "complimentary"); a passage giving only prices ("£3 per wash")
+    or none does not support it. "Free time", "feel free" and "gluten-free" are no price."""
+    m = _FREE.search(answer)
+    if m and re.search(r"feel\s+$", answer[:m.start()], re.I) is None and not _AT_NO_COST.search(passages):
+        return [m.group(0)]
+    return []
 
 
 # a claim about all of something: "every student who applies", "all year round", "always", "anyone"

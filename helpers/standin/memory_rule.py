@@ -118,6 +118,20 @@ condition it treats (``_TREATS``); the user taking back what they just said ("sc
 Road", ``_SELF_CORRECTION``) corrects the statement sharing its other words, unless it only moves when something
 happens; and a correction of a number or a place must give one ("Chiara's changed jobs" keeps where she lives).
 
+Read as well (issue h9, by word classes and grammar, not phrases): a word names a thing of its class
+(``helpers.core.words.WORD_CLASSES``, ``kinds_named``): "my GP" is the user's doctor, "a spaniel" their dog ("what breed
+is my dog?" is answered by the breed), "my flat" and "we live at" their home and address ("where do I live?" too), a
+partner is any of boyfriend, girlfriend, wife, ..., or someone the user is dating, seeing or going out with
+(``_CLASS_PHRASES``), and "I'm reading Philosophy" says what they study; a class word of the old and new statement is
+the same thing for a correction ("my house is ..." then "my flat is now ..."). What someone does for work is also
+"works nights as a ...", "runs a bakery", "... for a living" (``_OCCUPATION``), and a person introduced as "a guy called
+omar" is someone the user told of, named in lower case. A bare code where a room goes ("in G12", "moved to B22") is a
+room (``_claims``), a change word covers a passive reassignment ("they've put us in G07"), and a newer room for a
+question asking which room or where corrects the old one. A bare span of hours ("6 till 2", ``_HOURS_SPAN``) or a range
+says when something starts and ends, and "my shift runs from 5pm to 11pm" is no change "from X to Y" (a determiner
+makes "shift" a noun). A word asked about that the statement uses only before a place noun ("car park", "bus stop",
+``_PLACE_HEADS``) is not named, and a thing that "my sister has" is hers (``_theirs_not_users``).
+
 Where it stops: it knows what the normalisers and the embedding model know. A value of a kind it
 cannot recognise, a topic the small model places far from its paraphrase, or a question about what
 the user said in a form it does not parse gets "I don't know" or the campus search instead.
@@ -132,7 +146,7 @@ import numpy as np
 from helpers.core.clock import WEEKDAYS
 from helpers.core.context_format import read_fact_lines, read_quotes
 from helpers.core.profile_rules import stated_facts
-from helpers.core.words import with_apostrophes
+from helpers.core.words import with_apostrophes, word_class
 from helpers.standin.meaning import (_NUMBER_WORD, FAMILY, GENERIC, KIN, OPPOSITE_EVENTS, STOP, campus_nearness, content_stems, facts_in,
                                      PERSONAL_KINDS, personal_kind, personal_nearness, same_stem, sentences, shared_stems,
                                      similarity, stem, unknown_to_campus)
@@ -197,7 +211,7 @@ _ORGANISATION = re.compile(r"\b(?:Lab|Laboratory|Hall|House|Lodge|Centre|Center|
 _TITLE = r"\b(?:Dr|Prof|Professor|Mr|Mrs|Ms)\b"
 # someone in the user's life, named by a relation: "my grandparents are flying in" answers "who is visiting?"
 PEOPLE = frozenset(stem(w) for w in KIN | set("partner boyfriend girlfriend wife husband fiance fiancee friend "
-                                                "flatmate roommate housemate neighbour".split()))
+                                                "flatmate roommate housemate neighbour mate bestie pal".split()))
 # relatives by role, and the roles a word for several of them covers: "my parents" are "my mum and dad", but
 # "my brother" is not "my sister"
 _ROLES = {"mother": "mother mum mom mummy mama", "father": "father dad daddy papa",
@@ -219,7 +233,8 @@ _CORRECTION = re.compile(r"\b(?:actually|now|instead|changed?|moved|switched|new
                          r"update[sd]?|correction|scratch that|renamed|reassigned|these days|not any more|"
                          r"sorry|swap(?:ped)?|pushed|postponed|rescheduled|brought forward|relocat\w*|"
                          r"took over|taken over|replaced|turns out|from now on|wait|i mean|misspoke|my mistake|"
-                         r"rather than|bumped|reset|shifted|stopped|quit|moved out|, not|"
+                         r"rather than|bumped|reset|shifted|stopped|quit|moved out|, not|transferred|"
+                         r"put (?:us|me|them|him|her) (?:in|into|on|onto)|(?:re)?allocated|(?:been |got )assigned|"
                          r"(?:from|starting|since) (?:this|next|last) (?:week|month|term|semester|year))\b",
                          re.I)  # the words of a change of state: the value said before no longer holds
 _MY_TOPIC = re.compile(r"\b(?:my|our) ((?:[a-z][\w'-]* ){0,5}?[a-z][\w'-]*?)(?:'s)? (?:is|are|was|were|reads|has|"
@@ -464,6 +479,8 @@ def _someone_they_told_of(question: str, evidence: list[_Said]) -> str | None:
     for name in names:  # introduced as someone of theirs: "my girlfriend Anouk", "my cousin Ravi", or named
         own = [item for item in evidence if item.kind in ("said", "quote")]  # without a title by a first-person line
         if any(re.search(rf"\bmy [a-z]+(?: [a-z]+)? {re.escape(name)}\b", item.text, re.I) for item in own) or any(
+                re.search(rf"\b(?:called|named) {re.escape(name)}\b", item.text, re.I) and _FIRST_PERSON.search(item.text)
+                for item in own) or any(  # "i've been seeing a guy called omar": someone they told of, in any case
                 re.search(rf"\b{re.escape(name)}\b", item.text)
                 and (_FIRST_PERSON.search(item.text) or _FIRST_PLURAL.search(item.text))
                 and not re.search(rf"(?:{_TITLE}\.?|\b(?i:the|at|in|on|from|to|near|into)) {re.escape(name)}\b", item.text)
@@ -524,7 +541,10 @@ def _speaks_of_person(asked: Asked, item: _Said) -> bool:
 _OCCUPATION_ASKED = re.compile(r"\bwhat (?:does|do|did) (?!i\b|you\b|we\b)(?:[\w'-]+ ){1,3}?do(?: for (?:a )?(?:living|work|job|"
                                r"money))?\s*[?.!]*$|\b(?:job|occupation|profession|line of work)\b", re.I)
 # "my dad's a locksmith", "Kwame is a bus driver", "works as a nurse", "Gaspard, a firefighter": a role a person holds
-_OCCUPATION = re.compile(r"(?:\b(?:is|'s|was|works as|working as|worked as|trained as)|,)\s+(?:a|an)\s+[a-z]", re.I)
+# -- and by what they do for work: "works nights as a security guard", "runs a bakery", "drives buses for a living"
+_OCCUPATION = re.compile(r"(?:\b(?:is|'s|was|(?:works?|working|worked)(?: [a-z-]+){0,2}? as|trained as)|,)\s+(?:a|an)\s+[a-z]|"
+                         r"\b(?:runs|owns|manages|ran|owned|managed) (?:a|an|the|his|her|their|our) [a-z]|"
+                         r"\bfor a living\b", re.I)
 
 
 def _someone_of_theirs(text: str) -> bool:
@@ -549,7 +569,8 @@ def _names_occupation(asked: Asked, item: _Said) -> bool:
         if _PRONOUN_SUBJECT.match(clause) and (shared_stems(wanted, content_stems(text)) or
                                                _roles(wanted) & _roles(content_stems(text))):
             return True  # "my boyfriend Ruben is in Rotterdam, he's an architect"
-    return bool(_OCCUPATION.search(item.text)) and bool(shared_stems(wanted, content_stems(item.text)))
+    return bool(_OCCUPATION.search(item.text)) and bool(shared_stems(wanted, content_stems(item.text)) or (
+        {_class_of(w) for w in wanted} - {None}) & kinds_named(item.text))  # "- partner: Leila, a pharmacist": girlfriend
 
 
 def _told_of_it(asked: Asked, question: str, evidence: list[_Said]) -> bool:
@@ -753,7 +774,9 @@ def _supplies(kind: str, text: str, asked_text: str = "") -> bool:
     if kind in ("person", "name_of"):  # a name after "in", "at", "from", ... is a place's: "live in Leicester"
         people = [m.group(0) for m in names if (m.start() > 0 or len(m.group(0).split()) > 1)
                   and not _PLACE_BEFORE.search(text[:m.start()])]
-        return any(not _ORGANISATION.search(n) for n in people) or re.search(_TITLE, text, re.I) is not None or (
+        typed = [m.group(1) for m in re.finditer(r"\b(?i:called|named)\s+([a-z][a-z'-]+)", text)
+                 if m.group(1) not in STOP and m.group(1) not in asked_names]  # "a guy called omar": typed in lower case
+        return any(not _ORGANISATION.search(n) for n in people) or bool(typed) or re.search(_TITLE, text, re.I) is not None or (
             kind == "person" and bool(shared_stems(PEOPLE, content_stems(text))))  # "my grandparents", "my mum"
     if kind == "number":  # a count or an age is no part of a date or a clock time ("her birthday is on 3 March")
         if _COUNT.search(asked_text):
@@ -834,12 +857,34 @@ def _other_owner(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
             return True
     if item.kind not in ("said", "quote"):  # a profile line is the user's own
         return False
+    if _FIRST_PERSON.search(asked.core) and _theirs_not_users(asked, item.text, question_stems):
+        return True  # "my sister has a labrador called Rolo" does not say what my dog is called
     does = _OTHER_DOES.search(asked.core)
     other_verb = (does.group(1) or does.group(3)) if does else None
     if other_verb and other_verb.lower() not in STOP and _user_does(item.text, stem(other_verb.lower())):
         return True  # "what instrument does my mum play?" and "I play bass in a band": the user plays, not her
     return bool(asked.subject_is_user and asked.verb and shared_stems({asked.verb}, content_stems(item.text))
                 and _someone_else_does(item.text, asked.verb))
+
+
+# someone of the user's who has a thing: "my sister has a labrador", "my flatmate Jo's got a car", "my dad owns a boat"
+_SOMEONE_HAS = re.compile(r"\b(?i:my|our) ([a-z]+)(?: [A-Za-z][a-z'-]+)?,? (?:(?i:also|still|just) )?(?i:has got|has|had|owns|"
+                          r"'s got|keeps|got)\b([^,;.!?]*)")
+
+
+def _theirs_not_users(asked: Asked, text: str, question_stems: set[str]) -> bool:
+    """Does the statement give the thing asked about to someone of the user's as its owner ("my sister has a labrador
+    called Rolo" for "what's my dog called?"), when the question names no such person? The subject of "has" owns
+    what follows it, by its word or its class."""
+    for m in _SOMEONE_HAS.finditer(text):
+        owner = stem(m.group(1).lower())
+        if not (shared_stems({owner}, PEOPLE) or _roles({owner})) or shared_stems({owner}, question_stems) or \
+                _roles({owner}) & _roles(question_stems):
+            continue
+        owned = content_stems(m.group(2))
+        if shared_stems(asked.topic, owned) or any(_names_kind_of(w, m.group(2)) for w in asked.topic):
+            return True
+    return False
 
 
 def _user_does(text: str, verb: str) -> bool:
@@ -907,17 +952,69 @@ def _birthday_told(word: str, text: str) -> bool:
     return same_stem(word, stem("birthday")) and _TURNS_AGE.search(text) is not None
 
 
+# Phrases that name a thing of a word class (``helpers.core.words.WORD_CLASSES``) without its word: dating someone names
+# a partner ("i've been seeing a guy called Omar", "I'm going out with Jamie now"), "reading" a subject names what the
+# user studies ("I'm reading Philosophy at Larkspur"), living somewhere names a home ("we live at 9 Quay Street").
+_PERSON_NOUN = r"(?:guy|girl|lad|lass|man|woman|boy|bloke|chap|fella|someone|somebody)"
+_CLASS_PHRASES = {
+    "partner": re.compile(r"\b(?i:dating)\b|\b(?i:seeing|going out with|in a relationship with|engaged to|married to|"
+                          r"got together with)\s+(?:(?i:a|an|this|some)\s+(?:[a-z]+\s+)?(?i:" + _PERSON_NOUN +
+                          r")\b|(?!(?:Dr|Mr|Mrs|Ms|Prof|The|A|An)\b)[A-Z][a-z])"),  # a name: capitalised
+    "study": re.compile(r"\b(?:i'm|i am|i)\s+(?:\w+ly\s+|now\s+|still\s+)?(?:reading|read)\s+(?!(?:a|an|the|my|your|"
+                        r"his|her|about|up|through|books?|it|this|that|some|more|novels?|articles?)\b)[A-Za-z]", re.I),
+    "home": re.compile(r"\b(?:i|we)\s+(?:\w+ly\s+|now\s+|still\s+)?(?:live|stay)\s+(?:at|in|on)\b", re.I),
+}
+_STUDY_WORDS = frozenset(stem(w) for w in "study course degree major".split())  # what "what do I study?" asks
+
+
+def _class_of(word: str) -> str | None:
+    """The class a stem of a question names a thing of (``word_class``; "study", "course", "degree" ask what one
+    studies)."""
+    return "study" if word in _STUDY_WORDS else word_class(word)
+
+
+def kinds_named(text: str) -> set[str]:
+    """The word classes a statement names a thing of: by a word of the class ("my GP" names a doctor, "a spaniel" a
+    dog, "my flat" a home) or by a phrase (``_CLASS_PHRASES``: "dating", "reading History", "we live at")."""
+    found = {c for c in (word_class(w) for w in _TERMS.findall(text.lower())) if c}
+    return found | {name for name, phrase in _CLASS_PHRASES.items() if phrase.search(text)}
+
+
+def _names_kind_of(word: str, text: str) -> bool:
+    """Does ``text`` name a thing of the class the stem ``word`` names ("who is my doctor?" and "my gp is dr okafor")?"""
+    kind = _class_of(word)
+    return bool(kind) and kind in kinds_named(text)
+
+
+# the head of a compound that names a place: "car park", "bus stop", "dog park", "book shop", "coffee shop"
+_PLACE_HEADS = frozenset(stem(w) for w in "park parking stop station shop store street road lane wash lot garage "
+                         "showroom yard depot".split())
+
+
+def _only_names_a_place_of(word: str, text: str, topic: set[str]) -> bool:
+    """Does ``text`` use the stem ``word`` only as the first word of a compound naming a place ("car park", "bus stop",
+    ``_PLACE_HEADS``) that the question does not ask about? "i park in car park D" says nothing of what car I have."""
+    words = _TERMS.findall(text.lower())
+    at = [i for i, w in enumerate(words) if same_stem(stem(w), word)]
+    return bool(at) and all(i + 1 < len(words) and stem(words[i + 1]) in _PLACE_HEADS
+                            and not shared_stems({stem(words[i + 1])}, topic) for i in at)
+
+
 def _words_asked_about(asked: Asked, item: _Said) -> tuple[set[str], float]:
     """The words asked about that the statement uses, and their share; for "where am I from?" (a stranded
     preposition) all of them when a word follows "from" in the statement, else none."""
     said_stems = content_stems(item.text)
     shared = shared_stems(asked.topic, said_stems) | _clipped(asked.topic, item.text)
+    shared = {w for w in shared if not _only_names_a_place_of(w, item.text, asked.topic)}  # "car park" is no car
     kinds = {claim.kind for claim in facts_in(item.text).claims}  # "which days": "tues and thurs" are days
     shared |= {w for w in asked.topic if w in kinds and re.search(rf"\b(?:which|what) {w}s?\b", asked.core, re.I)}
     wanted_roles = {w: _roles({w}) for w in asked.topic}  # "my gran" is "my grandmother", "my dad" "my father"
     named_roles = _roles(said_stems)
     shared |= {w for w, roles in wanted_roles.items() if roles and roles & named_roles}
     shared |= {w for w in asked.topic if _birthday_told(w, item.text)}
+    shared |= {w for w in asked.topic if _names_kind_of(w, item.text)}
+    if asked.subject_is_user:  # "where do I live?": the user's home ("my flat is at 4 Mill Lane")
+        shared |= {w for w in asked.topic if same_stem(w, "live") and "home" in kinds_named(item.text)}  # "my doctor" and "my gp", "a spaniel"
     shared |= {w for w, name in asked.aliases if w in asked.topic and re.search(rf"\b{re.escape(name)}\b", item.text)}
     if asked.kind == "number" and _counted_here(asked, item.text):  # "three daughters": the children counted
         shared |= {w for w in asked.topic if _counts(w, _counted(asked.core) or w)}
@@ -992,7 +1089,7 @@ def _another_head(asked: Asked, item: _Said, topics: list[str]) -> bool:
         return False
     said_about = content_stems(" ".join(topics), generic=False)
     head_named = (shared_stems({asked.head}, content_stems(item.text)) or _clipped({asked.head}, item.text)
-                  or _birthday_told(asked.head, item.text)
+                  or _birthday_told(asked.head, item.text) or _names_kind_of(asked.head, item.text)
                   or said_about <= shared_stems(said_about, set(asked.modifiers)))  # "my minor (subject)"
     return not head_named and float(np.max(similarity(asked.head, topics))) < SAME_TOPIC
 
@@ -1141,6 +1238,10 @@ _OTHER_DOES = re.compile(r"\b(?:does|do|did|will) (?i:my (?:[\w'-]+ ){1,3}?|our 
 _AGENT = re.compile(r"(?:my|our) [a-z][\w-]*(?: [a-z][\w-]*)?\s+(?:has |had |just |have )?"
                     r"(?:\w+ed|put|set|swapped|moved|got|made|told) (?:me|us)\b", re.I)
 _RANGE = re.compile(r"\b(?:until|till|through|to)\s+\w|\d\s*(?:-|–|—)\s*\d|\bbetween\b", re.I)
+# a span of clock hours written bare: "my shift is 6 till 2", "10-4 on saturdays" -- its first hour is when it starts,
+# its last when it ends
+_HOURS_SPAN = re.compile(r"\b\d{1,2}(?:[:.]\d{2})?\s*(?:till|until|til|to|-|–)\s*\d{1,2}(?:[:.]\d{2})?\b(?!\s*(?:%|"
+                         r"years?|days?|weeks?|months?|people|pounds?|quid|minutes?|mins?))", re.I)
 
 
 def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: float) -> bool:
@@ -1161,8 +1262,8 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
             shared <= shared_stems(set(asked.modifiers), shared) and score < STATEMENT_SIMILARITY:
         return True  # "my favourite climbing gym" and "I go climbing": the gym is not named
     value = _VALUE_ASKED.search(asked.core)
-    if value and value.group(1).lower() not in {c.kind for c in facts_in(item.text).claims}:
-        if not (value.group(1).lower() == "time" and _PART_OF_DAY.search(item.text)):
+    if value and value.group(1).lower() not in {c.kind for c in _claims(item.text)}:
+        if not (value.group(1).lower() == "time" and (_PART_OF_DAY.search(item.text) or _HOURS_SPAN.search(item.text))):
             return True
     asked_words = {stem(w) for w in _TERMS.findall(asked.core.lower())}
     said_words = {stem(w) for w in _TERMS.findall(item.text.lower())}
@@ -1183,7 +1284,9 @@ def _asks_something_else(asked: Asked, item: _Said, shared: set[str], score: flo
         verb = stem(verb_word)
         alike = {verb} | {stem(w) for group in OPPOSITE_EVENTS if shared_stems({verb}, {stem(x) for x in group})
                           for w in group}  # "when does my brother come?" and "my brother visits on the 14th"
-        if not shared_stems(alike, said_words) and not (asked.kind == "place" and _placed_in_own_clause(asked, item, verb)):
+        spans = asked.kind == "time" and len(alike) > 1 and (_RANGE.search(item.text) or _HOURS_SPAN.search(item.text))
+        if not shared_stems(alike, said_words) and not (asked.kind == "place" and _placed_in_own_clause(asked, item, verb)) \
+                and not spans:  # "when does my shift finish?" and "my shift runs from 5pm to 11pm": a span says both
             return True  # "where does my supervisor work?" and "my supervisor is Professor Adeyemi"
     if score >= STATEMENT_SIMILARITY:
         return False
@@ -1220,16 +1323,18 @@ def _gives_its_name(head: str, text: str) -> bool:
     "Hollis Hall"), or after "called", "named", "is" ("a tortoise called Admiral", "my school is Greenfield")?"""
     words = re.findall(r"[A-Za-z0-9][\w'’-]*", text)
     for i, word in enumerate(words):
-        if not same_stem(stem(word.lower()), head):
-            continue
+        if not same_stem(stem(word.lower()), head) and not (_class_of(head) and _class_of(stem(word.lower())) == _class_of(head)):
+            continue  # "what's my dog called?" and "a spaniel called Biscuit": a spaniel is a dog
         before = words[max(0, i - 1):i]
         if before and before[0][0].isupper() and i - 1 > 0 and before[0] not in ("I", "My", "Our"):
             return True
         if word[0].isupper() and i > 0:
             return True  # "Hollis Hall"
-        for after in words[i + 1:i + 5]:  # "is called the Tidal Bots", "renamed the team to Kelp Coders"
+        for j, after in enumerate(words[i + 1:i + 5], i + 1):  # "is called the Tidal Bots", "renamed ... to Kelp Coders"
             if after[0].isupper() and after != "I":
                 return True
+            if words[j - 1].lower() in ("called", "named") and after.isalpha() and after.lower() not in STOP:
+                return True  # typed in lower case: "a spaniel called biscuit"
             if after.lower() not in ("is", "'s", "was", "called", "named", "now", "to", "the", "still", "actually"):
                 break
     return False
@@ -1397,6 +1502,17 @@ def _object_given(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     return False
 
 
+_KIND_FOCUS = frozenset(stem(w) for w in "breed kind type sort".split())  # asks which kind of a thing it is
+
+
+def _names_a_kind_of(things: set[str], text: str) -> bool:
+    """Does ``text`` name one kind of a thing asked about -- a word of its class other than the class's own word
+    ("spaniel" for "dog", "GP" for "doctor")?"""
+    classes = {_class_of(w) for w in things} - {None}
+    return any(word_class(w) in classes and stem(w) not in things and stem(w) != word_class(w)
+               for w in _TERMS.findall(text.lower()))
+
+
 def _carries_focus(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     """Does a statement carry the kind of thing the question asks for (its focus, ``_focus``), not merely the same
     topic or person? For "which X" it names X as one thing picked out, or gives the object of the question's own
@@ -1407,6 +1523,8 @@ def _carries_focus(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     focus, how = _focus(asked)
     if focus is None:
         return True
+    if focus in _KIND_FOCUS and _names_a_kind_of(question_stems - {focus}, item.text):
+        return True  # "what breed is my dog?" and "my dog Biscuit is a spaniel": a spaniel is one kind of dog
     others = question_stems - {focus}
     if not shared_stems(others, content_stems(item.text)) and not _clipped(others, item.text):
         return True  # "I'm on antihistamines" for "which medication am I on?": nothing else of the question named
@@ -1420,12 +1538,28 @@ def _carries_focus(asked: Asked, item: _Said, question_stems: set[str]) -> bool:
     return bool(words) and float(np.max(similarity(focus, words))) >= FOCUS_WORD
 
 
+# a room written as a bare code where a room goes: "my seminar is in G12", "we've been moved to B22", "put us in G07"
+_ROOM_CODE = re.compile(r"\b(?:in|to|into|at)\s+(?:the\s+)?([A-Za-z]{1,2}\d{1,4}[A-Za-z]?)\b(?![:.]\d)")
+
+
+def _claims(text: str) -> list:
+    """``facts_in``'s claims of a statement, a code after "in", "to" or "into" read as the room it names (``_ROOM_CODE``;
+    "B22" in "moved to B22" is room B22, as "room B22" is)."""
+    rooms = {m.group(1).upper() for m in _ROOM_CODE.finditer(text)}
+    out = []
+    for claim in facts_in(text).claims:
+        if claim.kind == "code" and str(claim.value).upper() in rooms:
+            claim = type(claim)("room", (str(claim.value).upper(),) * 2, claim.written)
+        out.append(claim)
+    return out
+
+
 def _changed_values(old: _Said, new: _Said) -> set[str]:
     """The kinds of value ``old`` names that ``new`` gives another value of -- another room, time, day, number
     or name, compared normalised ("7pm" and "19:00" are one time)."""
     def values(item: _Said) -> dict[str, set]:
         found: dict[str, set] = {}
-        for claim in facts_in(item.text).claims:
+        for claim in _claims(item.text):
             if claim.kind == "name" and _FIRST_PERSON.fullmatch(str(claim.value)):
                 continue  # "I'm" opening a sentence is no name
             found.setdefault(claim.kind, set()).add(str(claim.value))
@@ -1463,9 +1597,10 @@ def _owns_another_thing(item: _Said, head: str | None, best: _Said, asked: Asked
     nouns = {stem(w) for phrase in phrases for w in phrase.split()}
     heads = {stem(phrase.split()[-1]) for phrase in phrases}
     if head and not shared_stems({head}, nouns) and not shared_stems(nouns, asked.topic) and \
-            not _roles({head}) & _roles(nouns):
+            not _roles({head}) & _roles(nouns) and not (_class_of(head) and _class_of(head) in {_class_of(n) for n in nouns}):
         return True  # "I switched my thesis to sea ice" changes the thesis, not the supervisor
-    if not shared_stems(heads, content_stems(best.text) | asked.topic):
+    if not shared_stems(heads, content_stems(best.text) | asked.topic) and not (
+            {_class_of(h) for h in heads} - {None}) & kinds_named(best.text):
         return True  # "sorry, my lab partner is Kofi" corrects no statement about where I do research
     return bool(asked.modifiers) and _another_kind_of_it(asked, item, phrases, content_stems(asked.core))
 
@@ -1513,11 +1648,15 @@ def _corrects(asked: Asked, best: _Said, item: _Said, question_stems: set[str]) 
     if slip and shared_stems(content_stems(_without_values(item.text, slip)) - set(GENERIC),
                              content_stems(_without_values(best.text, slip))):
         return True  # "scratch that, i meant 41 Alder Road" for "i live at 14 Alder Road": the same words, a new value
-    if head and shared_stems({head}, content_stems(item.text)):
+    if head and (shared_stems({head}, content_stems(item.text)) or _names_kind_of(head, item.text)):
         return True  # it names the same thing, not merely the same owner
     about_asked = bool(shared_stems(asked.topic, content_stems(item.text)))
     near_old, near_question = (float(x) for x in similarity(item.text, [best.text, asked.core or best.text]))
     changed = _changed_values(best, item)
+    value_asked = _VALUE_ASKED.search(asked.core)
+    if (value_asked and value_asked.group(1).lower() in changed - {"time", "day", "date"}) or (
+            asked.kind == "place" and "room" in changed):
+        return True  # "which room does my lab group meet in?": "we've been moved to B22" gives another room
     if changed and _supplies(asked.kind, item.text, asked.core) and (
             about_asked or (changed != {"number"} and max(near_old, near_question) >= CORRECTION_SIMILARITY)):
         return True
@@ -1639,7 +1778,9 @@ def _new_values(old: _Said, new: _Said) -> str:
 
 
 # a change from one value to another: "switched from the chess club to the climbing society" -> only the new one
-_FROM_TO = re.compile(r"\b((?:switch|swap|mov|chang|transferr|shift|upgrad|downgrad|went|go|gone|convert)\w*"
+# a change "from X to Y" ("I switched from lot C to the multistorey"); a word after a determiner is a noun, no verb of
+# change ("my shift runs from 5pm to 11pm" is a span)
+_FROM_TO = re.compile(r"(?<!\bmy )(?<!\bour )(?<!\bthe )(?<!\ba )(?<!\bher )(?<!\bhis )\b((?:switch|swap|mov|chang|transferr|shift|upgrad|downgrad|went|go|gone|convert)\w*"
                       r"(?: (?!from\b)\w+)?) from ((?:(?!\bto\b)[^,;.!?])+?) (to|for|into|onto)\b", re.I)
 
 

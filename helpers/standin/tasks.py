@@ -67,7 +67,18 @@ _UNIVERSITY_LIFE = re.compile(r"\b(?:campus|universit(?:y|ies)|uni|college|halls
                               r"semesters?|terms?|timetables?|grades?|marks|transcripts?|degrees?|enrol(?:l?ment)?|"
                               r"registry|registrar|faculty|department|professors?|freshers|graduation|"
                               r"student(?:s|'s)?|societ(?:y|ies)|union|accommodation|library|libraries|"
-                              r"extensions?|deadlines?|bursar(?:y|ies)|scholarships?)\b", re.I)
+                              r"extensions?|deadlines?|bursar(?:y|ies)|scholarships?|sports? (?:village|cent(?:re|er)|hall|"
+                              r"park|ground|grounds|pitch(?:es)?)|rec(?:reation)? cent(?:re|er)|playing fields)\b", re.I)
+# getting somewhere: a bus, a shuttle or a route to a place -- about the campus when the place is one of university life
+_GETTING_THERE = re.compile(r"\b(?:bus|buses|shuttles?|trams?|routes?|directions|get to|getting to|walk to|cycle to|"
+                            r"drive to)\b", re.I)
+# asking to get, make or use something false that stands for a person or a permission: a document, an ID, a card
+_FALSE_DOCUMENT = re.compile(r"\b(?:buy|get|make|order|print|create|produce|use|obtain|sell|knock up|photoshop|edit|"
+                             r"design|forge)\b[^.?!]{0,30}?\b(?:fake|faked|forged?|counterfeit|fraudulent|phony|phoney|"
+                             r"bogus|doctored)\s+(?:[a-z']+\s+){0,2}?(?:ids?|identity|identification|cards?|passports?|"
+                             r"licen[cs]es?|certificates?|notes?|signatures?|tickets?|transcripts?|degrees?|diplomas?|"
+                             r"documents?|letters?|prescriptions?|visas?|passes|pass|receipts?|references?|"
+                             r"qualifications?|permits?|badges?|wristbands?)\b", re.I)
 # asking for something false: "a fake student ID", "a forged signature", "a counterfeit ticket"
 _DECEIT = re.compile(r"\b(?:fake|faked|forged?|forging|counterfeit|fraudulent(?:ly)?|phony|phoney|bogus|doctored)\b",
                      re.I)
@@ -91,15 +102,20 @@ def classify_scope(request: str) -> dict:
     how to do a harmful act (``HARMFUL_ACTS``: "hack into", "break in", ...); or it is near a harm kind and
     acts without someone's consent ("without her knowing", "that isn't mine", "as my own") or on someone
     else's thing ("another student's password"), or asks for something false (``_DECEIT``: "a fake student ID",
-    a "forged" letter) near a harm kind and nearer it than its twin. A request that reports a harm ("my bike was
-    stolen") is none of these.
+    a "forged" letter) near a harm kind and nearer it than its twin; or asks to get, make or use a false document
+    (``_FALSE_DOCUMENT``: "buy a fake ID", "make a forged sick note" -- a deceit word before a thing that stands for a
+    person or a permission), whatever it is for. A request that reports a harm ("my bike was stolen") is none of these.
 
     Campus: near the knowledge base (``CAMPUS_NEARNESS``), or naming a thing of university life
     (``_UNIVERSITY_LIFE``: coursework, halls, a module, "on campus") and a little less near it
     (``UNIVERSITY_NEARNESS``): "how do I appeal a grade for my coursework?" asks the university even when the
-    knowledge base has no entry on appeals.
+    knowledge base has no entry on appeals. Getting to a place of university life by bus, shuttle or a route
+    (``_GETTING_THERE``: "what bus goes to the sports village?") is about the campus however near it is; "what bus
+    goes to the airport?" names no such place.
     """
     harm = harm_signals(request)
+    if _FALSE_DOCUMENT.search(request):
+        return {"category": "unsafe", "reason": "asks for something dishonest (a false document)"}
     if harm.act_similarity >= ACT_SIMILARITY:
         return {"category": "unsafe",
                 "reason": f"asks for something harmful or dishonest (to {harm.act.lower()})"}
@@ -111,7 +127,7 @@ def classify_scope(request: str) -> dict:
                                                 f"({HARM_KINDS[harm.kind][0].split(',')[0].split(':')[0]})"}
     if _near_campus(request):
         return {"category": "campus", "reason": "about campus life (near the campus knowledge base)"}
-    if _UNIVERSITY_LIFE.search(request) and _near_campus(request, UNIVERSITY_NEARNESS):
+    if _UNIVERSITY_LIFE.search(request) and (_near_campus(request, UNIVERSITY_NEARNESS) or _GETTING_THERE.search(request)):
         return {"category": "campus", "reason": "about university life (names it, and near the knowledge base)"}
     return {"category": "off_topic", "reason": "not about the campus"}
 
