@@ -730,21 +730,12 @@ def side_speakers(quote: str) -> dict[int, str]:
     return out
 
 
-def _side_of(quote: str, side: int) -> tuple[str, str | None]:
-    """(words, speaker) of one side in quote lines that may hold both (a tool's answer is quoted with its turn):
-    the lines of that side's role, and of tools for the assistant."""
+def _side_speaker(quote: str, side: int) -> str | None:
+    """Who said one side in quote lines that may hold both (a tool's answer is quoted with its turn): the first
+    quote line of that side's role that names a speaker (``_speaker``)."""
     role = "user" if side == USER else "assistant"
-    texts: list[str] = []
-    name = None
-    for line in read_quote_lines(quote):
-        if not line.quoted:
-            if side == ASSISTANT and line.role != "user":  # a tool line, not an unquoted user line
-                texts.append(line.text)
-            continue
-        if line.role == role:
-            texts.append(line.text)
-            name = name or _speaker(line)
-    return " ".join(texts), name
+    return next((_speaker(line) for line in read_quote_lines(quote)
+                 if line.quoted and line.role == role and _speaker(line)), None)
 
 
 class _Lexical:
@@ -771,15 +762,14 @@ class _Lexical:
         for side, text in side_lines(quote).items():
             self._add_line(turn_id * 2 + side, text, names.get(side))
 
-    def add_sides(self, turn_id: int, quotes: Mapping[int, str], *, words: bool = True) -> None:
-        """One turn's sides quoted apart (side -> its quote lines, as a session store keeps them). ``words=False``
-        keeps only what the rules across lines read (each line's day and speaker), not its words for BM25."""
+    def add_sides(self, turn_id: int, quotes: Mapping[int, str]) -> None:
+        """One turn's sides quoted apart (side -> its quote lines, as a session store keeps them), for the rules
+        across lines only: each line's day and speaker, not its words (the store ranks words itself)."""
         for side, quote in sorted(quotes.items()):
             day = read_turn_day(quote)
             if day is not None:
                 self.days.setdefault(turn_id, day)
-            text, name = _side_of(quote, side)
-            self._add_line(turn_id * 2 + side, text if words else "", name)
+            self._add_line(turn_id * 2 + side, "", _side_speaker(quote, side))
 
     def _add_line(self, code: int, text: str, name: str | None) -> None:
         if code in self.length:

@@ -161,7 +161,7 @@ def reranked(question: str, fused: Sequence[tuple[Line, float]],
     for sess, turn in sorted(quotes):
         at += 1 if previous == (sess, turn - 1) else 3  # a gap: no line is within two of another session's
         number[(sess, turn)], previous = at, (sess, turn)
-        lexical.add_sides(at, quotes[(sess, turn)], words=False)
+        lexical.add_sides(at, quotes[(sess, turn)])
     line_of = {number[(sess, turn)] * 2 + side: (sess, turn, side) for sess, turn in number for side in (USER, ASSISTANT)}
     scores = {number[(sess, turn)] * 2 + side: score for (sess, turn, side), score in fused if (sess, turn) in number}
     scores = rerank(question, scores, lexical)
