@@ -49,7 +49,8 @@ def test_recall_quotes_the_day_a_turn_was_said(offline):
     mem.remember(1, turn("My sister lives in Lisbon."), created_at=MAY_8 + timedelta(days=40))
     assembly = mem.build(SYSTEM, [], "What is the kitten called?", budget=800)
     block = next(m["content"] for m in assembly.messages if m["content"].startswith(cf.RECALL_HEADER))
-    assert '[turn 0, 2023-05-08] user: "I adopted a kitten called Pepper last week."' in block
+    assert 'On 2023-05-08:\n[turn 0] user: "I adopted a kitten called Pepper last week."' in block
+    assert [(q.turn_id, q.day) for q in cf.read_quotes(block)][0] == (0, "2023-05-08")
     assert mem.state()["turns"]["0"]["at"] == MAY_8.isoformat()
 
 

@@ -28,6 +28,9 @@ Formats (writer -> reader), each described where it is defined:
   ``write_superseded_note`` -> ``read_superseded_notes``; a stored turn's quote, line by line
   (what recall indexes and the session store keeps): ``read_quote_lines``; the turn a tagged line is of:
   ``read_turn_id``;
+* a recall block's days: ``arrange_by_day`` lays recalled quotes out oldest day first under
+  ``write_recall_day`` headings (``On 2023-05-08:``) -> ``read_recall_day``; ``days_of_lines`` gives each
+  line the day its tag or its heading says, and ``read_quotes`` reads it;
 * fact lines: ``write_fact_line`` (with ``profile_mark``) -> ``read_fact_line`` / ``read_fact_lines``
   (``- locker number: 4471 (turn 3, 2026-11-30)``, ``- shipping address: 12 Elm St (current); source: chat:dana``);
 * the summary: ``write_summary_header`` -> ``read_summary_header``, ``write_pinned_line`` ->
@@ -50,6 +53,7 @@ This module sits at the bottom of the package: of ``helpers`` it imports only ``
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -353,15 +357,19 @@ def write_quote_line(turn_id: int, role: str, text: Any, *, answer: Any = None,
 def read_quotes(text: str, role: str = "user") -> list[Quote]:
     """Every ``[turn N] <role>: "..."`` quote in ``text`` (anywhere in a line; ``<role> (name):`` too), with
     what follows it on its line: the answer quoted after it and every superseded note. ``role="assistant"``
-    reads the assistant's own quoted words (a user's quote is never read as the assistant's, nor back)."""
+    reads the assistant's own quoted words (a user's quote is never read as the assistant's, nor back).
+    A quote's ``day`` is its tag's, or the day heading's it stands under (``days_of_lines``)."""
     pattern = re.compile(TURN_TAG + " " + re.escape(role) + r'(?: \(([^()\n"]*)\))?: "(.*?)' + _QUOTE_END + '(.*)$',
                          re.M)
     found = []
+    days = days_of_lines(str(text).split("\n"))  # a quote under a day heading has its day there
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]  # where each line begins
     for match in pattern.finditer(text):
         rest = match.group(5)
         answer = _ANSWER_QUOTE.match(rest)
+        day = match.group(2) or days[bisect.bisect_right(starts, match.start()) - 1]
         found.append(Quote(int(match.group(1)), role, match.group(4), answer.group(1) if answer else None,
-                           tuple(read_superseded_notes(rest)), match.group(3), match.group(2)))
+                           tuple(read_superseded_notes(rest)), match.group(3), day))
     return found
 
 
@@ -430,6 +438,68 @@ def read_turn_id(line: str) -> int | None:
     or None for a line without one."""
     match = re.match(TURN_TAG, line)
     return int(match.group(1)) if match else None
+
+
+# ---------------------------------------------------------------- a recall block's days: "On 2023-05-08:"
+
+_RECALL_DAY = re.compile(r"On (\d{4}-\d{2}-\d{2}):")
+_DATED_TAG = re.compile(r"^\[turn (\d+), \d{4}-\d{2}-\d{2}\]")
+
+
+def write_recall_day(day: Any) -> str:
+    """``On 2023-05-08:``, the heading over the quotes of turns said that day in a recall block."""
+    return f"On {turn_day(day)}:"
+
+
+def read_recall_day(line: str) -> str | None:
+    """The day a recall block's day heading names (``On 2023-05-08:``), or None for any other line."""
+    match = _RECALL_DAY.fullmatch(line.strip())
+    return match.group(1) if match else None
+
+
+def quote_day(quote: str) -> str | None:
+    """The day one recalled turn's quote was said: its first line's tag (``[turn 3, 2023-05-08]``), or None."""
+    return read_turn_day(str(quote))
+
+
+def arrange_by_day(quotes: Sequence[str]) -> list[str]:
+    """The lines of a recall block from recalled turns' quotes (each one turn's lines, dated or not): the
+    turns without a day first, then each day's turns under its heading (``write_recall_day``), oldest day
+    first; within a day, in turn order. The heading says the day once, so each line's tag loses it
+    (``[turn 3] user: "..."``); ``read_quotes`` gives it back."""
+    undated: list[tuple[int, int, list[str]]] = []
+    by_day: dict[str, list[tuple[int, int, list[str]]]] = {}
+    for n, quote in enumerate(quotes):
+        lines = str(quote).split("\n")
+        day, turn = quote_day(quote), read_turn_id(lines[0])
+        entry = (turn if turn is not None else -1, n, [_DATED_TAG.sub(r"[turn \1]", line) for line in lines])
+        (by_day.setdefault(day, []) if day else undated).append(entry)
+    out = [line for _, _, lines in sorted(undated) for line in lines]
+    for day in sorted(by_day):
+        out.append(write_recall_day(day))
+        out += [line for _, _, lines in sorted(by_day[day]) for line in lines]
+    return out
+
+
+def days_of_lines(lines: Sequence[str]) -> list[str | None]:
+    """The day each line of a block was said: its tag's own (``[turn 3, 2023-05-08]``), or the day of the
+    heading it stands under (a recall block's ``On 2023-05-08:``, a summary's ``On 2023-05-08 (made from
+    ...):``, until the next heading, a blank line or a block's header); None for an untagged line or one of no
+    known day (a heading gives its own day)."""
+    days: list[str | None] = []
+    current: str | None = None
+    for line in lines:
+        heading = read_recall_day(line)
+        summary_day = read_day_heading(line) if heading is None else None
+        if heading is not None or summary_day is not None:
+            current = heading if heading is not None else (
+                summary_day[0] if summary_day[0] == summary_day[1] else None)
+            days.append(current)
+            continue
+        if not line.strip() or line.lstrip().startswith(_CONTEXT_HEADERS):
+            current = None  # a heading's day ends with its block
+        days.append(read_turn_day(line) or (current if read_turn_id(line) is not None else None))
+    return days
 
 
 # ---------------------------------------------------------------- fact lines: "- label: value (mark)tail"

@@ -8,7 +8,7 @@
 - the block fitters, each keeping its block within a cap and returning it with a ``Part`` for the
   report: ``fit_profile`` leaves out stale facts first, then the least important;
   ``fit_summary`` its oldest lines (pinned lines may borrow from the window's part);
-  ``fit_recall`` the turns that would overflow, best match first;
+  ``fit_recall`` the turns that would overflow, best match first (the block lays them out by day);
 - ``relevant_first`` orders the profile so the fact asked about is the last one a tight budget
   leaves out: lines that share a word with the question, then by similarity of meaning;
 - ``ContextReport`` (a ``Part`` per block, in budget order) says what was included and dropped;
@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from helpers.core.context_format import read_fact_line
+from helpers.core.context_format import arrange_by_day, quote_day, read_fact_line
 from helpers.core.errors import ConfigError, EmptyMessageError, WorkshopError
 from helpers.memory.profile import PROFILE_HEADER
 from helpers.memory.recall import RECALL_HEADER, Recalled
@@ -200,27 +200,39 @@ def fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
                 count: Count) -> tuple[dict | None, Part]:
     """The recall block: best match first, skipping any turn that would overflow the share, until it is full.
 
-    Each quote's cost is counted once (what it adds to the block), so filling a block of many quotes costs
-    one count per quote; the block is counted whole at the end and trimmed from its end if the sum was short.
-    """
+    The chosen turns are laid out by day (``arrange_by_day``: oldest day first, each day's heading once, turn
+    order within a day). Each quote's cost is counted once (its lines, and its day's heading if that day is
+    new), so filling a block of many quotes costs one count per quote; the block is counted whole at the end
+    and its weakest turns are left out if the sum was short."""
     part = Part("recall", 0, cap)
     limit = None if left is None else min(cap, left)
     chosen: list[Recalled] = []
+    days: set[str | None] = set()
     used = empty = count(_system(RECALL_HEADER, []))
+
+    def cost(lines: Sequence[str]) -> int:  # what these lines add to the block (exact when counts add up)
+        return count(_system(RECALL_HEADER, lines)) - empty
+
     for item in recalled:
-        cost = count(_system(RECALL_HEADER, [item.text])) - empty + 1
-        if limit is None or used + cost <= limit:
+        day, lines = quote_day(item.text), arrange_by_day([item.text])
+        extra = cost(lines) - (cost(lines[:1]) if day is not None and day in days else 0)
+        if limit is None or used + extra <= limit:
             chosen.append(item)
-            used += cost
+            days.add(day)
+            used += extra
         else:
             part.dropped.append(item.turn_id)
-    while chosen and limit is not None and count(_system(RECALL_HEADER, [r.text for r in chosen])) > limit:
+    while chosen and limit is not None and count(_block(chosen)) > limit:
         part.dropped.insert(0, chosen.pop().turn_id)
     if not chosen:
         return None, part
-    message = _system(RECALL_HEADER, [r.text for r in chosen])
+    message = _block(chosen)
     part.tokens, part.included = count(message), [r.turn_id for r in chosen]
     return message, part
+
+
+def _block(chosen: Sequence[Recalled]) -> dict:
+    return _system(RECALL_HEADER, arrange_by_day([r.text for r in chosen]))
 
 
 _STOP_WORDS = frozenset("a an and are did do does i i'm is it me my of on the to was what what's when where "

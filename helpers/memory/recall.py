@@ -35,8 +35,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from helpers.core.context_format import (EMPTY_MESSAGE, RECALL_HEADER, safe_lines, write_quote_line,  # the owner
-                                    write_tools_line, write_turn_line)
+from helpers.core.context_format import (EMPTY_MESSAGE, RECALL_HEADER, arrange_by_day, safe_lines,  # the owner
+                                         write_quote_line, write_tools_line, write_turn_line)
 from helpers.core.text import shorten
 from helpers.core.tokens import content_text
 
@@ -201,4 +201,5 @@ def recall_block(items: Sequence[Recalled]) -> dict | None:
     """The system message that carries recalled turns (None when there are none)."""
     if not items:
         return None
-    return {"role": "system", "content": RECALL_HEADER + "\n" + "\n".join(safe_lines(item.text) for item in items)}
+    lines = arrange_by_day([safe_lines(item.text) for item in items])  # oldest day first, each day's heading once
+    return {"role": "system", "content": RECALL_HEADER + "\n" + "\n".join(lines)}
