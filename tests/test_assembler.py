@@ -410,3 +410,34 @@ def test_mark_superseded_is_given_one_line_values():
     assert_lines(recall_text, expected=2)
     raw = mark_superseded('[turn 1] user: "4471"', profile.superseded())  # the notebook's own function
     assert "\n" in raw  # (fed raw values it would add lines: that is why build gives it one-line facts)
+
+
+# ---------------------------------------------------------------- a window turn that does not fit is not lost
+
+def test_a_window_turn_the_window_cannot_hold_is_recalled_and_sent_once():
+    mem = MemoryAssembler(summariser=False, profile=False, client=make_offline_client(),
+                          settings=load_settings("offline"))
+    chatter = [(i, turn(f"Let us talk about the weather on day {i} of the trip, it was rainy and grey.",
+                        "Rainy days are good for reading. " * 6)) for i in range(1, 6)]
+    window = [(0, turn("My locker number is 4471, in the east wing."))] + chatter
+    for turn_id, messages in window:
+        mem.remember(turn_id, messages)
+    assembly = mem.build(SYSTEM, window, "What is my locker number?", budget=420)
+    sent_window = assembly.report.ids("window")
+    assert 0 not in sent_window and 0 in assembly.report.ids("recall")  # the window's share holds only newer turns
+    assert "4471" in "\n".join(m["content"] for m in assembly.messages if m["role"] == "system")
+    assert sent_window == list(range(6))[-len(sent_window):]  # still the newest turns, no gap
+    quoted = set(assembly.report.ids("recall"))
+    assert not quoted & set(sent_window)  # no turn is sent twice
+    assert not find_problems(assembly.request) and assembly.report.total <= 420
+
+
+def test_the_window_grows_back_no_further_than_a_quoted_turn():
+    window = [(i, turn(f"Statement number {i} about my week.")) for i in range(6)]
+    quoted = [Recalled(1, 0.9, quote_turn(1, window[1][1]))]
+    tight = Shares(profile=0, summary=0, recall=0.99)  # the window's own share holds no turn
+    roomy = assemble_context(SYSTEM, window, "next?", budget=2000, recalled=quoted, shares=tight)
+    assert roomy.report.ids("recall") == [1] and roomy.report.ids("window") == [2, 3, 4, 5]
+    assert roomy.report.ids("window", dropped=True) == [0, 1]
+    unbounded = assemble_context(SYSTEM, window, "next?", recalled=quoted)  # its own share holds every turn
+    assert unbounded.report.ids("window") == list(range(6))

@@ -76,7 +76,10 @@ def test_forget_x_leaves_it_in_no_table_of_either_backend(backend, tmp_path):
     a.close()
     other = _open(backend, tmp_path, session="second")  # another conversation of the same user
     other.ask("Maya is visiting on Friday.")  # names her without saying "sister"
-    assert _holding(_all_rows(backend, tmp_path), ("Maya",)), "the test must first store what it forgets"
+    before = _all_rows(backend, tmp_path)
+    assert _holding(before, ("Maya",)), "the test must first store what it forgets"
+    assert _holding({"recall_lines": before["recall_lines"]}, ("Maya",)), \
+        "the test must first index what it forgets for search in the database"
     reply = other.ask("Forget what I told you about my sister.")
     assert "Forgotten" in reply and "deleted" in reply
     other.close()

@@ -20,11 +20,13 @@ keeps) follows. The shares, the block fitters and the report types are in
    - **the newest turns** -- up to the window's own share, ``shares.window`` (what the three
      blocks' shares leave: 30 %), the newest *whole* turns that fit, newest first, stopping at
      the first that does not (no gaps, never half a turn);
-   - **recalled turns** (one system message of quoted turns, each dated with its turn's day) --
-     ``shares.recall`` (50 %) and every share the blocks above left unused, best match first,
-     until it is full (``MemoryAssembler.build`` asks recall for as many turns as that can hold,
-     not a fixed k);
-   - **the window** -- it grows, still whole turns and no gaps, into whatever recall left.
+   - **recalled turns** (one system message of quoted turns, laid out by day: ``On 2023-05-08:``
+     over that day's turns) -- ``shares.recall`` (50 %) and every share the blocks above left
+     unused, chosen best match first until it is full (``MemoryAssembler.build`` asks recall for
+     as many turns as that can hold, not a fixed k, and searches every turn but those the window's
+     own share sends: a turn of the session's window that did not fit can still be recalled);
+   - **the window** -- it grows, still whole turns and no gaps, into whatever recall left, but
+     no further back than a turn recall quoted (``newer_than_quoted``): no turn is sent twice.
    So an unused share goes to recall first (a long conversation has more to recall than its
    window holds), and what recall cannot use goes to the window. An empty assistant reply
    (no text, no tool calls) is not sent; its turn is, and the report names it.
@@ -120,7 +122,10 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     recall_msg, recall_part = fit_recall(recalled, left, left, count)  # recall may use every share still unused
     left = left_after(left, recall_part)
     window_room = None if left is None else left + newest.tokens  # the window's share and what recall left
-    window_msgs, window_part = fit_window(window, window_room, count)
+    quoted = [i for i in recall_part.included if i not in newest.included]
+    newer = newer_than_quoted(window, quoted)  # the window grows back only through turns recall did not quote
+    window_msgs, window_part = fit_window(newer, window_room, count)
+    window_part.dropped = [turn_id for turn_id, _ in window[:len(window) - len(newer)]] + window_part.dropped
 
     blocks = [m for m in (profile_msg, summary_msg, recall_msg) if m is not None]
     messages = system_msg + blocks + window_msgs
@@ -129,6 +134,16 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
         raise HistoryError.invalid(problems, what=sent_turns(messages, system_msg + blocks, window_part))
     parts = head + [profile_part, summary_part, recall_part, window_part] + tail
     return Assembly(messages, question_msg, ContextReport(budget, parts, notes))
+
+
+def newer_than_quoted(window: Sequence[tuple[int, Sequence[dict]]],
+                      quoted: Sequence[int]) -> list[tuple[int, Sequence[dict]]]:
+    """The window's turns newer than every turn in ``quoted``: the window grows no further back than a turn
+    recall quoted, so that turn is sent once and the window still has no gaps (recall may quote a turn of the
+    session's window that the window's own share could not hold: ``MemoryAssembler.build``)."""
+    turns, quoted = list(window), set(quoted)
+    cut = max((n + 1 for n, (turn_id, _) in enumerate(turns) if turn_id in quoted), default=0)
+    return turns[cut:]
 
 
 def without_empty_replies(window: Sequence[tuple[int, Sequence[dict]]],
@@ -291,8 +306,9 @@ class MemoryAssembler:
         if self.recall is not None and isinstance(question, str) and question.strip():
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always")
-                k = self._recall_k(system_prompt, question, budget, tools)
-                recalled = self.recall.search(question, exclude=[i for i, _ in window], **(
+                room = self._room(system_prompt, question, budget, tools)
+                k = self._recall_k(room)
+                recalled = self.recall.search(question, exclude=self._sent_newest(window, room), **(
                     {"k": k} if k is not None else {}))
             caught = [str(w.message) for w in seen]
             for warning in seen:  # pass them on (one line each), and keep them in the report
@@ -322,17 +338,31 @@ class MemoryAssembler:
         self.last_assembly = assembly
         return assembly
 
-    def _recall_k(self, system_prompt: str | None, question: str, budget: int | None, tools: list | None) -> int:
-        """How many turns to ask recall for: enough to fill the recall block's share of this budget
-        (``fit_recall`` then takes them, best first, until the share is full); the index's ``k`` without a
-        budget (None: a recall object without a ``k`` is asked with its own default)."""
-        if budget is None or not isinstance(getattr(self.recall, "k", None), int):
+    def _room(self, system_prompt: str | None, question: str, budget: int | None, tools: list | None) -> int | None:
+        """What the blocks of this request share (``assemble_context``'s room): the budget less the fixed
+        costs, the system prompt and the question; None without a budget."""
+        if budget is None:
             return None
         system = [{"role": "system", "content": system_prompt}] if system_prompt else []
         fixed = tokens.REPLY_PRIMING + tokens.count_tools(tools) + self.reserve
-        room = budget - fixed - sum(map(self.count, system)) - self.count({"role": "user", "content": question})
+        return budget - fixed - sum(map(self.count, system)) - self.count({"role": "user", "content": question})
+
+    def _recall_k(self, room: int | None) -> int | None:
+        """How many turns to ask recall for: enough to fill the recall block's share of this room
+        (``fit_recall`` then takes them, best first, until the share is full); the index's ``k`` without a
+        budget (None: a recall object without a ``k`` is asked with its own default)."""
+        if room is None or not isinstance(getattr(self.recall, "k", None), int):
+            return None
         share = max(0, int(room * (1 - self.shares.window)))  # recall may use every share but the window's
         return max(self.recall.k, min(MAX_K, share // MIN_QUOTE_TOKENS + 1))
+
+    def _sent_newest(self, window: Sequence[tuple[int, Sequence[dict]]], room: int | None) -> list[int]:
+        """The window's turns its own share sends whatever recall brings (``assemble_context``): recall
+        searches every other turn, so a turn of the session's window that does not fit is not lost."""
+        if room is None or room < 0:
+            return [turn_id for turn_id, _ in window]
+        fits = fit_window(without_empty_replies(window, []), int(room * self.shares.window), self.count)
+        return fits[1].included
 
     # -- a saved session's facts: written once its save has committed (PersistentSession)
     def defer_writes(self) -> None:

@@ -215,6 +215,12 @@ class SQLiteSessionStore(SessionStoreBase):
         self._conn: sqlite3.Connection | None = None
         self._open()
 
+    def _purge_deleted_words(self, execute) -> None:
+        """FTS5 keeps a deleted line's words in its index pages until they are merged: merge them now, so the
+        file holds no word of a turn that was rewritten ("forget X"). The cost is the index's size, paid only
+        by a save that dropped stale recall rows."""
+        execute("INSERT INTO recall_lines_fts (recall_lines_fts) VALUES ('optimize')")
+
     # -- opening: inspect first, change nothing unless the file is ours
     @staticmethod
     def check_file(path: str | Path, *, timeout: float = 30.0) -> None:

@@ -20,7 +20,7 @@ vectors stored before it), which ``helpers.sessions.recall_search`` searches.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from helpers.core.ids import check_id
 from helpers.core.migrations import Dialect, Migration
@@ -28,8 +28,8 @@ from helpers.chat.chat_session import ChatSession
 from helpers.chat.snapshot import SnapshotChanges, SnapshotError, resume_arguments
 from helpers.sessions.encoding import (VECTOR_COLUMNS, EncodedChanges, EncodedSession, VectorRow, altered_turns,
                                        check_unaltered, damaged, decode_state, encode_changes, encode_state,
-                                       import_stored_vectors)
-from helpers.sessions.recall_rows import write_recall_rows
+                                       import_stored_vectors, pieces_digest)
+from helpers.sessions.recall_rows import recall_part, write_recall_rows
 from helpers.sessions.protocol import (ForkError, SessionConflictError, SessionInfo, SessionNotFoundError,
                                        SessionIdError, SessionStoreError, StoredSession, check_ids)
 
@@ -287,6 +287,7 @@ class SessionStoreBase:
         changed = [(user_id, session_id, *r) for r in encoded.rows if have.get(r[0]) != r[4]]
         if changed:
             executemany(_UPSERT_TURNS, changed)
+            self._drop_stale_recall(execute, user_id, session_id, [r[2:] for r in changed if r[2] in have])
         if encoded.vectors:
             self._write_vectors(execute, executemany, user_id, session_id, encoded.vectors, wanted)
         return stored + 1
@@ -310,6 +311,38 @@ class SessionStoreBase:
         if encoded.vectors:
             self._write_vectors(execute, executemany, user_id, session_id, encoded.vectors, None)
         return row[0] + 1
+
+    def _drop_stale_recall(self, execute, user_id: str, session_id: str, rows: Sequence[tuple]) -> None:
+        """Delete the stored recall rows (vectors, pieces, lines) of rewritten turns whose pieces changed since
+        they were embedded: a turn read again (after "forget X", an edit) is embedded at its next search, and
+        until then no search of the database may find the words it no longer holds. ``rows`` are turn rows
+        (turn id first, body fourth)."""
+        fresh = {}
+        for row in rows:
+            part = recall_part(row[3])
+            fresh[row[0]] = pieces_digest(part["texts"]) if part is not None else None
+        if not fresh:
+            return
+        stale: list[int] = []
+        ids = sorted(fresh)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            stale += [turn_id for turn_id, source in execute(
+                "SELECT turn_id, source FROM recall_vectors WHERE user_id = ? AND session_id = ? AND turn_id IN ("
+                + ", ".join("?" * len(chunk)) + ")", (user_id, session_id, *chunk)).fetchall()
+                if source != fresh[turn_id]]
+        for start in range(0, len(stale), 500):
+            chunk = stale[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for table in ("recall_lines", "recall_pieces", "recall_vectors"):  # fixed names
+                execute(f"DELETE FROM {table} WHERE user_id = ? AND session_id = ? AND turn_id IN ({marks})",
+                        (user_id, session_id, *chunk))
+        if stale:
+            self._purge_deleted_words(execute)
+
+    def _purge_deleted_words(self, execute) -> None:
+        """Make deleted recall lines' words unreadable in the full-text index too (a backend whose index keeps
+        them after a delete overrides this)."""
 
     def _write_vectors(self, execute, executemany, user_id: str, session_id: str, vectors: list[VectorRow],
                        wanted: set[int] | None) -> None:
