@@ -5,7 +5,8 @@ import json
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from helpers.core.context_format import cited_turns, read_day_heading, read_pinned_line, write_day_heading
+from helpers.core.context_format import (cited_turns, format_turn_ids, read_day_heading, read_pinned_line,
+                                         write_day_heading)
 from helpers.memory.summary import RollingSummary, Summariser, day_parts, trim_summary_lines
 
 from scripted import ScriptedServer
@@ -140,15 +141,42 @@ def test_trimming_by_bisection_leaves_what_dropping_one_line_at_a_time_leaves(li
     assert len(calls) <= 3 + max(1, len(lines)).bit_length()  # bisection, not one call a line
 
 
-def test_only_the_newest_days_parts_are_kept_and_the_header_stays_honest(offline, monkeypatch):
+def test_past_the_limit_the_oldest_days_are_rolled_up_into_one_part_and_the_header_stays_honest(offline, monkeypatch):
     from helpers.memory import summary as summary_module
 
     monkeypatch.setattr(summary_module, "MAX_DAY_PARTS", 3)
     summariser = Summariser(**offline)
-    times = {n: f"2023-05-{n + 1:02d}T10:00:00+00:00" for n in range(5)}
+    times = {n: f"2023-05-{n + 1:02d}T10:00:00+00:00" for n in range(6)}
     current = RollingSummary()
-    for n in range(5):
+    for n in range(6):
         current = summariser.summarise(current, [(n, POTTERY if n % 2 else CAMP)], times=times).summary
-    days = [read_day_heading(line)[0] for line in current.text.splitlines() if read_day_heading(line)]
-    assert days == ["2023-05-03", "2023-05-04", "2023-05-05"] and current.turn_ids == [0, 1, 2, 3, 4]
-    assert current.header() == "Summary of earlier turns (made from turns 0-4; its lines cite turns 2-4):"
+    headings = [read_day_heading(line) for line in current.text.splitlines() if read_day_heading(line)]
+    assert headings == [("2023-05-01", "2023-05-04", [0, 1, 2, 3]), ("2023-05-05", "2023-05-05", [4]),
+                        ("2023-05-06", "2023-05-06", [5])]  # one part a level up, then the newest days
+    assert current.turn_ids == [0, 1, 2, 3, 4, 5]
+    rolled = current.text.split("On 2023-05-05")[0]
+    assert set(cited_turns(rolled)) <= {0, 1, 2, 3} and cited_turns(rolled)  # its lines are those days' own
+    cited = sorted(set(cited_turns(current.text)))
+    assert current.header() == ("Summary of earlier turns (turns 0-5):" if cited == list(range(6)) else
+                                f"Summary of earlier turns (made from turns 0-5; its lines cite {format_turn_ids(cited)}):")
+
+
+def test_a_roll_up_is_one_request_that_reads_the_old_days_parts_and_no_new_turn(monkeypatch):
+    from helpers.memory import summary as summary_module
+
+    monkeypatch.setattr(summary_module, "MAX_DAY_PARTS", 2)
+    server = ScriptedServer([{"content": "[turn 0, 2023-05-08] The user painted a lake sunrise."},
+                             {"content": "[turn 1, 2023-05-25] The user plans a camping trip."},
+                             {"content": "[turn 2, 2023-06-02] Pottery on Thursdays."},
+                             {"content": "[turn 0] A lake painting; [turn 1] a camping trip."}])
+    summariser = Summariser(**server.kwargs())
+    times = {0: MAY_8, 1: MAY_25, 2: "2023-06-02T10:00:00+00:00"}
+    current = RollingSummary()
+    for n, said in enumerate((LAKE, CAMP, POTTERY)):
+        current = summariser.summarise(current, [(n, said)], times=times).summary
+    asked = server.requests[3]["messages"][1]["content"]
+    assert "lake sunrise" in asked and "camping trip" in asked and "Pottery" not in asked
+    assert asked.rstrip().endswith("TURNS:")  # the old parts are the previous summary; no turn is folded again
+    assert current.text.splitlines() == [
+        "From 2023-05-08 to 2023-05-25 (made from turns 0-1):", "[turn 0] A lake painting; [turn 1] a camping trip.",
+        "On 2023-06-02 (made from turn 2):", "[turn 2, 2023-06-02] Pottery on Thursdays."]

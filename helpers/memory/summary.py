@@ -36,7 +36,7 @@ from helpers.core.tokens import content_text
 
 SUMMARY_MODEL_ENV = "WORKSHOP_SUMMARY_MODEL"
 DEFAULT_MAX_WORDS = 80  # about 150 tokens: fits the summary share of a ~1,800-token budget with tools
-MAX_DAY_PARTS = 30  # a summary kept by day keeps this many days' parts, the newest; older days are left to recall
+MAX_DAY_PARTS = 30  # a summary kept by day keeps this many parts: the newest days', and one part rolled up from the rest
 SUMMARISER_PROMPT = (
     "You are a conversation summariser for a campus assistant. Fold the TURNS into the PREVIOUS SUMMARY and "
     "reply with the new summary only, in at most the WORD LIMIT. Keep what the user said about themselves "
@@ -234,8 +234,10 @@ class Summariser:
         the summary is kept by day: each day's part, under its heading (``On 2023-05-08 (made from turns
         0-17):``), is folded only with that day's turns, in at most the word limit, so a long history keeps a
         part for every day instead of one part squeezed over all of them. A pinned fact already in another
-        day's part is not asked for again; the ``Pinned:`` line stays one, at the end. The newest
-        ``MAX_DAY_PARTS`` days are kept (a budget shows only the newest few; recall finds the older ones)."""
+        day's part is not asked for again; the ``Pinned:`` line stays one, at the end. Past ``MAX_DAY_PARTS``
+        parts, the oldest days are rolled up into one part spanning them (``_roll_up``: a summary of their parts,
+        one level up), so the state stays bounded and the oldest days keep a part (a budget shows the newest few
+        first; recall finds the exact older turns)."""
         turns = [(int(i), list(m)) for i, m in turns]
         if not turns:
             return SummaryUpdate(previous, 0)
@@ -264,12 +266,27 @@ class Summariser:
             pinned += [item for item in _pinned_items(update.summary.text) if item not in pinned]
             part.turn_ids = update.summary.turn_ids
         parts.sort(key=lambda p: (p.first is not None, p.first or "", p.last or ""))
-        parts = parts[-MAX_DAY_PARTS:]  # the state stays bounded; the header still names every turn it was made from
+        if len(parts) > MAX_DAY_PARTS:  # the state stays bounded: the oldest days become one part, a level up
+            rolled = self._roll_up(parts[:len(parts) - MAX_DAY_PARTS + 1], times)
+            attempts += 1
+            parts = [rolled] + parts[len(parts) - MAX_DAY_PARTS + 1:]
         lines = [line for p in parts for line in [write_day_heading(p.first, p.last, p.turn_ids)] + p.lines]
         if pinned:
             lines.append(write_pinned_line(pinned))
         covered = sorted(set(previous.turn_ids) | {turn_id for turn_id, _ in turns})
         return SummaryUpdate(RollingSummary("\n".join(lines), covered), attempts, appended)
+
+    def _roll_up(self, parts: Sequence["DayPart"], times: Mapping[int, str]) -> "DayPart":
+        """The oldest day parts as one part spanning their days (``From 2023-05-08 to 2023-06-20 (made from turns
+        0-140):``): their lines folded, as a previous summary with no new turns, into the word limit (one request;
+        pinned facts stay on the one ``Pinned:`` line, so none is asked for here)."""
+        ids = sorted({turn_id for part in parts for turn_id in part.turn_ids})
+        lines = "\n".join(line for part in parts for line in part.lines)
+        folded = fold(RollingSummary(lines, ids), [], self._ask, (), self.max_words, self.max_turn_chars, times)
+        kept = [line for line in safe_lines(folded.text).split("\n")
+                if line.strip() and read_pinned_line(line) is None]
+        days = [day for part in parts for day in (part.first, part.last) if day is not None]
+        return DayPart(min(days) if days else None, max(days) if days else None, ids, kept)
 
     def _fold_checked(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
                       keep: Sequence[str], times: Mapping[int, str]) -> SummaryUpdate:
