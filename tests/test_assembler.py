@@ -157,7 +157,12 @@ def test_unused_shares_go_to_the_window():
 
 def test_no_budget_includes_everything():
     assembly = assemble_context(SYSTEM, WINDOW, "next?", summary=SUMMARY, recalled=RECALLED, profile_lines=PROFILE)
-    assert assembly.report.ids("window") == list(range(6)) and assembly.report.ids("recall") == [0, 1]
+    assert assembly.report.ids("window") == list(range(6))
+    assert assembly.report.ids("recall") == []  # turns 0 and 1 go whole in the window, not quoted again
+    later = [Recalled(10 + r.turn_id, r.score, r.text.replace(f"[turn {r.turn_id}]", f"[turn {10 + r.turn_id}]"))
+             for r in RECALLED]
+    everything = assemble_context(SYSTEM, WINDOW, "next?", summary=SUMMARY, recalled=later, profile_lines=PROFILE)
+    assert everything.report.ids("window") == list(range(6)) and everything.report.ids("recall") == [10, 11]
 
 
 def test_budget_too_small_for_the_question_is_explained():
@@ -432,12 +437,25 @@ def test_a_window_turn_the_window_cannot_hold_is_recalled_and_sent_once():
     assert not find_problems(assembly.request) and assembly.report.total <= 420
 
 
-def test_the_window_grows_back_no_further_than_a_quoted_turn():
+def test_a_turn_the_window_sends_is_taken_out_of_the_recall_block():
     window = [(i, turn(f"Statement number {i} about my week.")) for i in range(6)]
-    quoted = [Recalled(1, 0.9, quote_turn(1, window[1][1]))]
-    tight = Shares(profile=0, summary=0, recall=0.99)  # the window's own share holds no turn
-    roomy = assemble_context(SYSTEM, window, "next?", budget=2000, recalled=quoted, shares=tight)
-    assert roomy.report.ids("recall") == [1] and roomy.report.ids("window") == [2, 3, 4, 5]
-    assert roomy.report.ids("window", dropped=True) == [0, 1]
-    unbounded = assemble_context(SYSTEM, window, "next?", recalled=quoted)  # its own share holds every turn
-    assert unbounded.report.ids("window") == list(range(6))
+    quoted = [Recalled(1, 0.9, quote_turn(1, window[1][1])), Recalled(40, 0.8, quote_turn(40, turn("I row.")))]
+    for budget in (None, 2000):
+        assembly = assemble_context(SYSTEM, window, "next?", budget=budget, recalled=quoted)
+        assert assembly.report.ids("window") == list(range(6)) and assembly.report.ids("recall") == [40]
+        sent = "\n".join(str(m["content"]) for m in assembly.messages)
+        assert sent.count("Statement number 1 about") == 1  # sent once, as the window's raw turn
+
+
+def test_a_newest_turn_bigger_than_the_window_s_share_is_still_sent_whole_when_the_budget_holds_it(offline):
+    mem = MemoryAssembler(summariser=False, profile=False, **offline)
+    window = [(i, turn(f"Short note {i} about lunch.")) for i in range(5)]
+    window.append((5, turn("My bike lock combination is 2718, and I keep the bike behind the library. " * 6)))
+    for turn_id, messages in window:
+        mem.remember(turn_id, messages)
+    for budget in range(450, 701, 50):
+        assembly = mem.build(SYSTEM, window, "What is my bike lock combination?", budget=budget)
+        sent = assembly.report.ids("window")
+        assert 5 in sent and sent == list(range(6))[-len(sent):]  # the newest turn goes raw, the window has no gap
+        assert not set(sent) & set(assembly.report.ids("recall")) and assembly.report.total <= budget
+        assert not find_problems(assembly.request)

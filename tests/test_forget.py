@@ -103,6 +103,8 @@ def test_forget_me_deletes_every_row_of_the_user_and_no_other(backend, tmp_path)
     b = _open(backend, tmp_path, user="bo")
     b.ask("My locker number is 1234.")
     b.close()
+    assert _holding({"recall_lines": _all_rows(backend, tmp_path)["recall_lines"]}, ("Maya",)), \
+        "the test must first index what it forgets for search in the database"
     a = _open(backend, tmp_path)
     gone = a.forget_me()
     assert gone["sessions"] == 1 and gone["fact rows"] > 0
@@ -110,6 +112,7 @@ def test_forget_me_deletes_every_row_of_the_user_and_no_other(backend, tmp_path)
     rows = _all_rows(backend, tmp_path)
     left = [(t, r) for t, table_rows in rows.items() for r in table_rows if "ada" in r]
     assert left == []
+    assert _holding(rows, ("Maya",)) == []  # nor a word of hers in any table, the full-text index's own included
     assert any("bo" in r for r in rows["facts"]) and any("bo" in r for r in rows["sessions"])
 
 

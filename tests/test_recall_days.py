@@ -90,3 +90,10 @@ def test_a_day_already_in_the_block_costs_no_second_heading():
     exact = tokens.count_message({"role": "system", "content": block})
     message, part = fit_recall(same, exact, exact, tokens.count_message)
     assert part.included == [0, 1, 2, 3]  # the sum of costs is exact: every turn still fits
+
+
+def test_a_bullet_quote_under_a_heading_has_the_heading_s_day_and_an_undated_turn_keeps_its_lines():
+    summary = 'On 2023-05-08 (made from turns 0-3):\n- [turn 2] user: "I adopted a kitten."'
+    assert cf.read_quotes(summary)[0].day == "2023-05-08"
+    mixed = '[turn 3] user: "a"\n[turn 3, 2023-05-08] assistant: "b"'  # filed by its first line: no day
+    assert cf.arrange_by_day([mixed]) == mixed.split("\n")  # so no tag loses a day it had

@@ -180,3 +180,39 @@ def test_a_roll_up_is_one_request_that_reads_the_old_days_parts_and_no_new_turn(
     assert current.text.splitlines() == [
         "From 2023-05-08 to 2023-05-25 (made from turns 0-1):", "[turn 0] A lake painting; [turn 1] a camping trip.",
         "On 2023-06-02 (made from turn 2):", "[turn 2, 2023-06-02] Pottery on Thursdays."]
+
+
+def test_a_pinned_fact_only_the_rolled_up_days_held_is_checked_and_kept(monkeypatch):
+    from helpers.memory import summary as summary_module
+    from helpers.memory.summary import SummaryWarning, missing_facts
+
+    monkeypatch.setattr(summary_module, "MAX_DAY_PARTS", 2)
+    fact = "my locker is 4471"
+    server = ScriptedServer([{"content": "[turn 0, 2023-05-08] A lake painting; my locker is 4471."},
+                             {"content": "[turn 1, 2023-05-25] A camping trip."},
+                             {"content": "[turn 2, 2023-06-02] Pottery on Thursdays."},
+                             {"content": "[turn 0] A lake painting; [turn 1] a camping trip."},
+                             {"content": "[turn 0] A lake painting; [turn 1] a camping trip."}])
+    summariser = Summariser(**server.kwargs())
+    times = {0: MAY_8, 1: MAY_25, 2: "2023-06-02T10:00:00+00:00"}
+    current = RollingSummary()
+    with pytest.warns(SummaryWarning, match="appended verbatim"):
+        for n, said in enumerate((LAKE, CAMP, POTTERY)):
+            current = summariser.summarise(current, [(n, said)], keep=[fact], times=times).summary
+    assert fact in server.requests[3]["messages"][1]["content"]  # the roll-up is asked to keep it
+    assert len(server.requests) == 5 and missing_facts(current.text, [fact]) == []
+    pinned = [line for line in current.text.splitlines() if read_pinned_line(line) is not None]
+    assert len(pinned) == 1 and current.text.splitlines()[-1] == pinned[0]  # one Pinned line, at the end
+
+
+def test_turns_without_a_time_keep_their_own_part_when_old_days_are_rolled_up(offline, monkeypatch):
+    from helpers.memory import summary as summary_module
+
+    monkeypatch.setattr(summary_module, "MAX_DAY_PARTS", 3)
+    summariser = Summariser(**offline)
+    times = {n: f"2023-05-{n:02d}T10:00:00+00:00" for n in range(1, 5)}  # turn 0 has no time
+    current = RollingSummary()
+    for n in range(5):
+        current = summariser.summarise(current, [(n, POTTERY if n % 2 else CAMP)], times=times).summary
+    headings = [read_day_heading(line) for line in current.text.splitlines() if read_day_heading(line)]
+    assert headings == [(None, None, [0]), ("2023-05-01", "2023-05-03", [1, 2, 3]), ("2023-05-04", "2023-05-04", [4])]

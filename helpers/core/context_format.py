@@ -472,7 +472,9 @@ def arrange_by_day(quotes: Sequence[str]) -> list[str]:
     for n, quote in enumerate(quotes):
         lines = str(quote).split("\n")
         day, turn = quote_day(quote), read_turn_id(lines[0])
-        entry = (turn if turn is not None else -1, n, [_DATED_TAG.sub(r"[turn \1]", line) for line in lines])
+        if day is not None:  # the heading will say the day
+            lines = [_DATED_TAG.sub(r"[turn \1]", line) for line in lines]
+        entry = (turn if turn is not None else -1, n, lines)
         (by_day.setdefault(day, []) if day else undated).append(entry)
     out = [line for _, _, lines in sorted(undated) for line in lines]
     for day in sorted(by_day):
@@ -482,8 +484,8 @@ def arrange_by_day(quotes: Sequence[str]) -> list[str]:
 
 
 def days_of_lines(lines: Sequence[str]) -> list[str | None]:
-    """The day each line of a block was said: its tag's own (``[turn 3, 2023-05-08]``), or the day of the
-    heading it stands under (a recall block's ``On 2023-05-08:``, a summary's ``On 2023-05-08 (made from
+    """The day each line of a block was said: its turn tag's own (``[turn 3, 2023-05-08]``, anywhere in the line),
+    or the day of the heading it stands under (a recall block's ``On 2023-05-08:``, a summary's ``On 2023-05-08 (made from
     ...):``, until the next heading, a blank line or a block's header); None for an untagged line or one of no
     known day (a heading gives its own day)."""
     days: list[str | None] = []
@@ -498,7 +500,8 @@ def days_of_lines(lines: Sequence[str]) -> list[str | None]:
             continue
         if not line.strip() or line.lstrip().startswith(_CONTEXT_HEADERS):
             current = None  # a heading's day ends with its block
-        days.append(read_turn_day(line) or (current if read_turn_id(line) is not None else None))
+        tag = re.search(TURN_TAG, line)  # anywhere in the line, as read_quotes reads a quote ("- [turn 2] ...")
+        days.append((tag.group(2) or current) if tag else None)
     return days
 
 
@@ -651,8 +654,8 @@ _DAY_HEADING = re.compile(r"(?:On " + _HEADING_DAY + r"|From " + _HEADING_DAY + 
 
 def write_day_heading(first: Any, last: Any, turn_ids: Sequence[int]) -> str:
     """The line that opens one day's part of a summary spanning days: ``On 2023-05-08 (made from turns 0-17):``;
-    ``From 2023-05-08 to 2023-05-20 (made from turns 0-40):`` for a part made before the summary was kept by
-    day; ``On a day not recorded (made from turn 3):`` for turns without a time. ``first`` and ``last`` are
+    ``From 2023-05-08 to 2023-05-20 (made from turns 0-40):`` for a part that spans days (the oldest days rolled
+    up into one, or a part made before the summary was kept by day); ``On a day not recorded (made from turn 3):`` for turns without a time. ``first`` and ``last`` are
     days (``turn_day``: a datetime, a date or ISO 8601 text) or None."""
     a, b = turn_day(first), turn_day(last)
     made = format_turn_ids(turn_ids)

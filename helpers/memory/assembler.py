@@ -25,8 +25,9 @@ keeps) follows. The shares, the block fitters and the report types are in
      unused, chosen best match first until it is full (``MemoryAssembler.build`` asks recall for
      as many turns as that can hold, not a fixed k, and searches every turn but those the window's
      own share sends: a turn of the session's window that did not fit can still be recalled);
-   - **the window** -- it grows, still whole turns and no gaps, into whatever recall left, but
-     no further back than a turn recall quoted (``newer_than_quoted``): no turn is sent twice.
+   - **the window** -- it grows, still whole turns and no gaps, into whatever recall left; a turn
+     it then sends is taken out of the recall block (``unquote_sent``), and the window may grow
+     into what that frees: no turn is sent twice.
    So an unused share goes to recall first (a long conversation has more to recall than its
    window holds), and what recall cannot use goes to the window. An empty assistant reply
    (no text, no tool calls) is not sent; its turn is, and the report names it.
@@ -122,10 +123,12 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     recall_msg, recall_part = fit_recall(recalled, left, left, count)  # recall may use every share still unused
     left = left_after(left, recall_part)
     window_room = None if left is None else left + newest.tokens  # the window's share and what recall left
-    quoted = [i for i in recall_part.included if i not in newest.included]
-    newer = newer_than_quoted(window, quoted)  # the window grows back only through turns recall did not quote
-    window_msgs, window_part = fit_window(newer, window_room, count)
-    window_part.dropped = [turn_id for turn_id, _ in window[:len(window) - len(newer)]] + window_part.dropped
+    window_msgs, window_part = fit_window(window, window_room, count)
+    while set(recall_part.included) & set(window_part.included):  # a turn the window sends is not quoted too
+        freed = recall_part.tokens
+        recall_msg, recall_part = unquote_sent(recalled, recall_part, window_part.included, count)
+        window_room = None if window_room is None else window_room + freed - recall_part.tokens
+        window_msgs, window_part = fit_window(window, window_room, count)  # and it may grow into what that freed
 
     blocks = [m for m in (profile_msg, summary_msg, recall_msg) if m is not None]
     messages = system_msg + blocks + window_msgs
@@ -136,14 +139,15 @@ def assemble_context(system_prompt: str | None, window: Sequence[tuple[int, Sequ
     return Assembly(messages, question_msg, ContextReport(budget, parts, notes))
 
 
-def newer_than_quoted(window: Sequence[tuple[int, Sequence[dict]]],
-                      quoted: Sequence[int]) -> list[tuple[int, Sequence[dict]]]:
-    """The window's turns newer than every turn in ``quoted``: the window grows no further back than a turn
-    recall quoted, so that turn is sent once and the window still has no gaps (recall may quote a turn of the
-    session's window that the window's own share could not hold: ``MemoryAssembler.build``)."""
-    turns, quoted = list(window), set(quoted)
-    cut = max((n + 1 for n, (turn_id, _) in enumerate(turns) if turn_id in quoted), default=0)
-    return turns[cut:]
+def unquote_sent(recalled: Sequence[Recalled], part: Part, sent: Sequence[int],
+                 count: Count) -> tuple[dict | None, Part]:
+    """The recall block again without the turns in ``sent`` (the window sends them whole): the other quotes it
+    held, laid out as before (they fit: a block of fewer quotes costs no more). What it left out stays left out."""
+    gone = set(sent)
+    kept = [r for r in recalled if r.turn_id in part.included and r.turn_id not in gone]
+    message, refit = fit_recall(kept, None, None, count)
+    refit.cap, refit.dropped = part.cap, list(part.dropped)
+    return message, refit
 
 
 def without_empty_replies(window: Sequence[tuple[int, Sequence[dict]]],

@@ -201,9 +201,9 @@ def fit_recall(recalled: Sequence[Recalled], cap: int | None, left: int | None,
     """The recall block: best match first, skipping any turn that would overflow the share, until it is full.
 
     The chosen turns are laid out by day (``arrange_by_day``: oldest day first, each day's heading once, turn
-    order within a day). Each quote's cost is counted once (its lines, and its day's heading if that day is
-    new), so filling a block of many quotes costs one count per quote; the block is counted whole at the end
-    and its weakest turns are left out if the sum was short."""
+    order within a day). Each quote's cost is counted as it is offered (its lines, less its day's heading if
+    that day is already in), so filling a block of many quotes costs at most two counts per quote; the block
+    is counted whole at the end and its weakest turns are left out if the sum was short."""
     part = Part("recall", 0, cap)
     limit = None if left is None else min(cap, left)
     chosen: list[Recalled] = []

@@ -17,7 +17,8 @@ other named speaker's lines score ``SPEAKER_FACTOR`` of theirs (``_Lexical.by_na
 itself is left out of the words searched by, since it starts every line they said. A message split into sentences
 is embedded sentence by sentence only: its whole-message vector is their mean (``_catch_up``).
 
-``search(question, exclude=window_ids, k=...)`` returns up to k past turns *not* in the window. Each
+``search(question, exclude=ids, k=...)`` returns up to k past turns not in ``exclude`` (``MemoryAssembler`` passes
+the window turns its own share sends). Each
 side of a turn is a line ranked twice -- by meaning (``rank``: best piece plus recency, at least
 ``min_score``) and by words (BM25 over the quoted lines' ``helpers.core.words.terms``: stop words left
 out, word forms folded, ``_Lexical``, in Python for now) -- and the two rankings are fused by reciprocal

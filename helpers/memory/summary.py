@@ -267,26 +267,31 @@ class Summariser:
             part.turn_ids = update.summary.turn_ids
         parts.sort(key=lambda p: (p.first is not None, p.first or "", p.last or ""))
         if len(parts) > MAX_DAY_PARTS:  # the state stays bounded: the oldest days become one part, a level up
-            rolled = self._roll_up(parts[:len(parts) - MAX_DAY_PARTS + 1], times)
-            attempts += 1
-            parts = [rolled] + parts[len(parts) - MAX_DAY_PARTS + 1:]
+            old = [p for p in parts if p.first is not None][:len(parts) - MAX_DAY_PARTS + 1]
+            rest = [p for p in parts if all(p is not o for o in old)]
+            elsewhere = _normal(" ".join(["\n".join(p.lines) for p in rest] + pinned))
+            rolled, update = self._roll_up(old, times, [fact for fact in keep if _normal(fact) not in elsewhere])
+            attempts, appended = attempts + update.attempts, appended + update.appended
+            pinned += [item for item in _pinned_items(update.summary.text) if item not in pinned]
+            parts = [p for p in rest if p.first is None] + [rolled] + [p for p in rest if p.first is not None]
         lines = [line for p in parts for line in [write_day_heading(p.first, p.last, p.turn_ids)] + p.lines]
         if pinned:
             lines.append(write_pinned_line(pinned))
         covered = sorted(set(previous.turn_ids) | {turn_id for turn_id, _ in turns})
         return SummaryUpdate(RollingSummary("\n".join(lines), covered), attempts, appended)
 
-    def _roll_up(self, parts: Sequence["DayPart"], times: Mapping[int, str]) -> "DayPart":
-        """The oldest day parts as one part spanning their days (``From 2023-05-08 to 2023-06-20 (made from turns
-        0-140):``): their lines folded, as a previous summary with no new turns, into the word limit (one request;
-        pinned facts stay on the one ``Pinned:`` line, so none is asked for here)."""
+    def _roll_up(self, parts: Sequence["DayPart"], times: Mapping[int, str],
+                 keep: Sequence[str]) -> tuple["DayPart", SummaryUpdate]:
+        """The oldest dated day parts as one part spanning their days (``From 2023-05-08 to 2023-06-20 (made from
+        turns 0-140):``): their lines folded, as a previous summary with no new turns, into the word limit
+        (``_fold_checked``: a pinned fact only these parts held, ``keep``, is checked as in any fold)."""
         ids = sorted({turn_id for part in parts for turn_id in part.turn_ids})
         lines = "\n".join(line for part in parts for line in part.lines)
-        folded = fold(RollingSummary(lines, ids), [], self._ask, (), self.max_words, self.max_turn_chars, times)
-        kept = [line for line in safe_lines(folded.text).split("\n")
+        update = self._fold_checked(RollingSummary(lines, ids), [], keep, times)
+        kept = [line for line in safe_lines(update.summary.text).split("\n")
                 if line.strip() and read_pinned_line(line) is None]
         days = [day for part in parts for day in (part.first, part.last) if day is not None]
-        return DayPart(min(days) if days else None, max(days) if days else None, ids, kept)
+        return DayPart(min(days), max(days), ids, kept), update
 
     def _fold_checked(self, previous: RollingSummary, turns: Sequence[tuple[int, Sequence[dict]]],
                       keep: Sequence[str], times: Mapping[int, str]) -> SummaryUpdate:

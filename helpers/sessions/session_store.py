@@ -217,8 +217,9 @@ class SQLiteSessionStore(SessionStoreBase):
 
     def _purge_deleted_words(self, execute) -> None:
         """FTS5 keeps a deleted line's words in its index pages until they are merged: merge them now, so the
-        file holds no word of a turn that was rewritten ("forget X"). The cost is the index's size, paid only
-        by a save that dropped stale recall rows."""
+        index holds no word of a turn that was rewritten ("forget X") or of a deleted session ("forget me").
+        The cost is the index's size, paid only by a save that dropped stale recall rows and by a delete.
+        (Freed pages are zeroed only with SQLite's ``secure_delete``; the WAL keeps them until a checkpoint.)"""
         execute("INSERT INTO recall_lines_fts (recall_lines_fts) VALUES ('optimize')")
 
     # -- opening: inspect first, change nothing unless the file is ours
@@ -347,7 +348,10 @@ class SQLiteSessionStore(SessionStoreBase):
         user_id, session_id = check_ids(user_id, session_id)
         try:
             with self._transaction() as conn:
-                return conn.execute(DELETE_SQL, (user_id, session_id)).rowcount > 0
+                deleted = conn.execute(DELETE_SQL, (user_id, session_id)).rowcount > 0
+                if deleted:
+                    self._purge_deleted_words(conn.execute)  # its recall lines' words leave the index too
+                return deleted
         except sqlite3.DatabaseError as err:
             raise SessionStoreError(f"deleting {user_id}/{session_id} from {self.path} failed "
                                     f"and was rolled back ({err}); retry") from None
